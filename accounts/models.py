@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+def new_uid() -> str:
+    return secrets.token_hex(10)
+
+
+class Account(models.Model):
+    """What a Django user needs beyond auth: a public opaque uid, a plan limit, a link epoch."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    uid = models.CharField(max_length=32, unique=True, default=new_uid, editable=False)
+    max_tasks = models.PositiveIntegerField(default=1200, help_text="Todos plan limit, deleted todos included.")
+    # Bumped whenever the user's keys are revoked: every signed /list link names the epoch it was made in.
+    link_epoch = models.PositiveIntegerField(default=0, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.uid})"
+
+
+class ApiKeyQuerySet(models.QuerySet):
+    def alive(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    """An API key: only its SHA-256 is kept; the key itself is shown once, when it is made."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False, help_text="The key's first characters, to tell keys apart.")
+    name = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

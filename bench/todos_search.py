@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Benchmark todos.search against Fuse.js 7 (the seed's engine) on the shared dataset.
+
+    .venv/bin/python bench/todos_search.py [--repeat 3] [--data FILE] [--keep DIR] [--quick]
+
+Both engines run in this one invocation on the same machine, so the speed ratio is
+meaningful even on a busy box. Per-query latency is the median of R timed runs after one
+untimed warm-up pass over all queries, search only; index builds are timed separately.
+Quality is scored with the shared score.py (imported from the shared bench tools).
+
+--quick is the CI regression guard: repeat 1, and a non-zero exit when overall MRR@10 is
+below half the goal or our median latency is more than 20% of Fuse's (twice the goal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+DEFAULT_DATA = SHARED / "bench" / "data" / "todos_oauth_toolkit_s1.json"
+TOOLS = SHARED / "bench" / "tools"
+NODE_DIR = REPO / "bench" / ".node"
+
+# The goals, as set in the issue; --quick guards at half / double of them.
+GOAL_MRR = 0.92
+GOAL_SPEEDUP = 10.0
+QUICK_MIN_MRR = GOAL_MRR / 2
+QUICK_MAX_LATENCY_SHARE = 2.0 / GOAL_SPEEDUP
+
+sys.path.insert(0, str(REPO))
+from todos.search import Doc, TodoIndex  # noqa: E402
+
+
+def load_score_module() -> ModuleType:
+    # score.py lives outside the repo and is not a package; load it by path so the
+    # numbers here are computed exactly as the shared scorer computes them.
+    spec = importlib.util.spec_from_file_location("shared_bench_score", TOOLS / "score.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {TOOLS / 'score.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ensure_fuse() -> None:
+    if (NODE_DIR / "node_modules" / "fuse.js" / "package.json").exists():
+        return
+    NODE_DIR.mkdir(parents=True, exist_ok=True)
+    print("installing fuse.js@7 into bench/.node ...", file=sys.stderr)
+    subprocess.run(
+        ["npm", "install", "--prefix", str(NODE_DIR), "--silent", "--no-audit", "--no-fund", "fuse.js@7"],
+        check=True,
+    )
+
+
+def run_ours(data: dict[str, Any], repeat: int, top: int = 20) -> dict[str, Any]:
+    # Same population as fuse_ref.mjs: deleted todos never appear, and a query with
+    # include_completed=false sees only the pending ones (one index per variant).
+    items = [t for t in data["items"] if not t.get("deletedAt")]
+    variants = {
+        True: [Doc(t["id"], t["name"], t["description"] or "") for t in items],
+        False: [Doc(t["id"], t["name"], t["description"] or "") for t in items if not t["completed"]],
+    }
+    indexes: dict[bool, TodoIndex] = {}
+    build_ms: dict[bool, float] = {}
+    for flag, docs in variants.items():
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            indexes[flag] = TodoIndex.build(docs)
+            times.append((time.perf_counter() - t0) * 1000)
+        build_ms[flag] = statistics.median(times)
+
+    queries = data["queries"]
+
+    def index_for(q: dict[str, Any]) -> TodoIndex:
+        return indexes[q.get("include_completed") is not False]
+
+    for q in queries:
+        index_for(q).search(q["q"], top)
+
+    results: dict[str, list[str]] = {}
+    latency: dict[str, float] = {}
+    for q in queries:
+        index = index_for(q)
+        times = []
+        ranked: list[str] = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ranked = index.search(q["q"], top)
+            times.append((time.perf_counter() - t0) * 1000)
+        results[str(q["i"])] = ranked
+        latency[str(q["i"])] = round(statistics.median(times), 4)
+    return {
+        "system": "ours",
+        "engine": f"todos.search on python {sys.version.split()[0]}",
+        "build_ms": round(build_ms[True], 3),
+        "build_ms_pending": round(build_ms[False], 3),
+        "results": results,
+        "latency_ms": latency,
+    }
+
+
+def run_fuse(data_path: Path, repeat: int, out: Path) -> dict[str, Any]:
+    ensure_fuse()
+    cmd = [
+        "node",
+        str(TOOLS / "fuse_ref.mjs"),
+        str(data_path),
+        "--repeat",
+        str(repeat),
+        "--fuse-dir",
+        str(NODE_DIR),
+        "--out",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True)
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def summarise(score: ModuleType, data: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    rows = score.per_query(data, res)
+    out: dict[str, dict[str, Any]] = {"all": score.metrics(rows)}
+    for kind in sorted({r["kind"] for r in rows}):
+        out[kind] = score.metrics([r for r in rows if r["kind"] == kind])
+    return out
+
+
+def ratio(a: float, b: float) -> str:
+    if b == 0:
+        return "inf" if a > 0 else "-"
+    return f"{a / b:.2f}"
+
+
+def print_table(ours: dict[str, dict[str, Any]], fuse: dict[str, dict[str, Any]], kinds_meta: dict[str, str]) -> None:
+    hdr = [
+        "kind",
+        "n",
+        "hit@1 ours",
+        "hit@1 fuse",
+        "hit@5 ours",
+        "hit@5 fuse",
+        "MRR@10 ours",
+        "MRR@10 fuse",
+        "MRR ours/fuse",
+        "p50 ms ours",
+        "p50 ms fuse",
+        "speed fuse/ours",
+    ]
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "|".join(["---"] * len(hdr)) + "|")
+    for label in ["all"] + [k for k in ours if k != "all"]:
+        o, f = ours[label], fuse[label]
+        name = label if label == "all" else f"{label}: {kinds_meta.get(label, label)}"
+        cells = [
+            name,
+            str(o["n"]),
+            f"{o['hit@1']:.3f}",
+            f"{f['hit@1']:.3f}",
+            f"{o['hit@5']:.3f}",
+            f"{f['hit@5']:.3f}",
+            f"{o['mrr@10']:.3f}",
+            f"{f['mrr@10']:.3f}",
+            ratio(o["mrr@10"], f["mrr@10"]),
+            f"{o['p50_ms']:.3f}",
+            f"{f['p50_ms']:.2f}",
+            f"{f['p50_ms'] / o['p50_ms']:.0f}x",
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="todos dataset JSON")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per query (median taken)")
+    ap.add_argument("--keep", type=Path, help="copy both result files into this directory")
+    ap.add_argument("--quick", action="store_true", help="repeat 1; exit 1 below the regression guard")
+    a = ap.parse_args(argv)
+    repeat = 1 if a.quick else max(1, a.repeat)
+
+    data_path = a.data.resolve()
+    with open(data_path, encoding="utf-8") as f:
+        data = json.load(f)
+    score = load_score_module()
+
+    with tempfile.TemporaryDirectory(prefix="todos_bench_") as tmp:
+        ours_res = run_ours(data, repeat)
+        ours_path = Path(tmp) / "ours.json"
+        ours_path.write_text(json.dumps(ours_res) + "\n", encoding="utf-8")
+        fuse_res = run_fuse(data_path, repeat, Path(tmp) / "fuse.json")
+        if a.keep:
+            a.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ours_path, a.keep / "ours.json")
+            shutil.copy(Path(tmp) / "fuse.json", a.keep / "fuse.json")
+
+    ours = summarise(score, data, ours_res)
+    fuse = summarise(score, data, fuse_res)
+    meta = data["meta"]
+    print(f"dataset: {data_path.name} ({meta['n_items']} todos, {meta['n_queries']} queries), repeat {repeat}")
+    print(
+        f"index build: ours {ours_res['build_ms']:.2f} ms (all), {ours_res['build_ms_pending']:.2f} ms (pending); "
+        f"fuse {fuse_res.get('build_ms', float('nan')):.2f} ms ({fuse_res.get('engine', 'fuse.js')})\n"
+    )
+    print_table(ours, fuse, meta.get("query_kinds", {}))
+
+    empty = TodoIndex.build(Doc(t["id"], t["name"], t["description"] or "") for t in data["items"]).search(
+        "zqxjv wqpfz"
+    )
+    print(f"\nunrelated query 'zqxjv wqpfz' -> {len(empty)} results")
+
+    share = ours["all"]["p50_ms"] / fuse["all"]["p50_ms"]
+    goals = {
+        f"MRR@10 >= {GOAL_MRR}": ours["all"]["mrr@10"] >= GOAL_MRR,
+        "hit@1 >= 0.88": ours["all"]["hit@1"] >= 0.88,
+        "kind e MRR@10 >= 0.65": ours.get("e", {"mrr@10": 1.0})["mrr@10"] >= 0.65,
+        "ahead of fuse on every kind": all(ours[k]["mrr@10"] > fuse[k]["mrr@10"] for k in ours),
+        f"p50 <= 1/{GOAL_SPEEDUP:.0f} of fuse": share <= 1 / GOAL_SPEEDUP,
+        "unrelated query -> []": not empty,
+    }
+    print("goals: " + ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in goals.items()))
+
+    if a.quick:
+        failures = []
+        if ours["all"]["mrr@10"] < QUICK_MIN_MRR:
+            failures.append(f"MRR@10 {ours['all']['mrr@10']:.3f} < {QUICK_MIN_MRR:.2f}")
+        if share > QUICK_MAX_LATENCY_SHARE:
+            failures.append(f"p50 is {share:.1%} of fuse's (> {QUICK_MAX_LATENCY_SHARE:.0%})")
+        if failures:
+            print("QUICK CHECK FAILED: " + "; ".join(failures), file=sys.stderr)
+            return 1
+        print("quick check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""First use of a data directory: the global database is created and migrated by whoever arrives first.
+
+Several agents' stdio servers may start at the same moment on a fresh machine; a file lock in the data
+directory serialises the migration, and everyone re-checks under the lock before migrating.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+from contextlib import contextmanager
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
+
+_ready = False
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def pending_migrations(alias: str = "default") -> bool:
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connections[alias])
+    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
+def ensure_global_db() -> None:
+    """Migrate the global database if it is behind; cheap when it is not."""
+    global _ready
+    if _ready:
+        return
+    if pending_migrations():
+        with file_lock(Path(settings.PILLBOX_HOME) / ".migrate.lock"):
+            if pending_migrations():
+                call_command("migrate", verbosity=0, interactive=False, stdout=sys.stderr)
+    _ready = True

@@ -1,0 +1,137 @@
+"""The MCP bridge: one low-level SDK ``Server`` per ``ToolSet``, the same for every transport.
+
+The caller travels as the request's lifespan state: the HTTP view passes it to ``serve_one`` per request,
+the stdio runner enters a lifespan that yields it once for the process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
+
+logger = logging.getLogger("config.mcp")
+
+
+def tool_listing(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=dict(tool.input_schema),
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=tool.read_only,
+            destructive_hint=tool.destructive,
+            idempotent_hint=tool.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, Any]) -> ToolReply:
+    """Run one handler synchronously; every failure becomes a tool result, never a trace."""
+    long_lived = caller.transport == "stdio"
+    if long_lived:
+        # No request signals fire in a stdio process: drop connections a failed call left unusable.
+        close_old_connections()
+    try:
+        reply = tool.handler(caller, arguments)
+    except ToolFailure as failure:
+        return ToolReply(failure.text, is_error=True)
+    except Exception:
+        logger.exception("tool %s failed", tool.name)
+        return ToolReply(toolset.internal_error_text, is_error=True)
+    finally:
+        if long_lived:
+            close_old_connections()
+    return reply if isinstance(reply, ToolReply) else ToolReply(str(reply))
+
+
+def build_server(
+    toolset: ToolSet,
+    *,
+    lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[Any]] | None = None,
+) -> Server[Any]:
+    listing = types.ListToolsResult(tools=[tool_listing(tool) for tool in toolset.tools])
+    run = sync_to_async(run_tool, thread_sensitive=True)
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = toolset.by_name.get(params.name)
+        if tool is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        caller: Caller = ctx.lifespan_context
+        reply = await run(toolset, tool, caller, dict(params.arguments or {}))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=reply.text)],
+            structured_content=reply.structured,
+            is_error=reply.is_error,
+        )
+
+    handlers: dict[str, Any] = {"on_list_tools": list_tools, "on_call_tool": call_tool}
+    if toolset.prompts:
+        prompts = {prompt.name: prompt for prompt in toolset.prompts}
+        prompt_listing = types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=prompt.name,
+                    title=prompt.title,
+                    description=prompt.description,
+                    arguments=[
+                        types.PromptArgument(name=a.name, description=a.description, required=a.required)
+                        for a in prompt.arguments
+                    ],
+                )
+                for prompt in toolset.prompts
+            ]
+        )
+
+        async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+            return prompt_listing
+
+        async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+            prompt = prompts.get(params.name)
+            if prompt is None:
+                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+            try:
+                messages = prompt.render(dict(params.arguments or {}))
+            except ToolFailure as failure:
+                raise MCPError(code=types.INVALID_PARAMS, message=failure.text) from None
+            return types.GetPromptResult(
+                description=prompt.description,
+                messages=[
+                    types.PromptMessage(role=role, content=types.TextContent(type="text", text=text))
+                    for role, text in messages
+                ],
+            )
+
+        handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+
+    extra: dict[str, Any] = {"lifespan": lifespan} if lifespan is not None else {}
+    server: Server[Any] = Server(
+        toolset.name, version=toolset.version, instructions=toolset.instructions, **extra, **handlers
+    )
+    # OpenTelemetry is a no-op without an exporter, but it still costs every call a span object.
+    server.middleware.clear()
+    return server
+
+
+def fixed_lifespan(state: Any) -> Callable[[Server[Any]], AbstractAsyncContextManager[Any]]:
+    @asynccontextmanager
+    async def lifespan(server: Server[Any]) -> AsyncIterator[Any]:
+        yield state
+
+    return lifespan

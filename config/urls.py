@@ -1,0 +1,26 @@
+from django.conf import settings
+from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
+from django.urls import include, path
+from django.utils.module_loading import import_string
+
+from accounts.auth import mcp_caller
+from config.mcp.http import mcp_endpoint
+from config.mcp.server import build_server
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+def _server(name: str):
+    return lambda: build_server(import_string(settings.MCP_SERVERS[name]))
+
+
+urlpatterns = [
+    path("mcp", mcp_endpoint(_server("todos"), mcp_caller), name="mcp-todos"),
+    path("pillbox/mcp", mcp_endpoint(_server("pillbox"), mcp_caller), name="mcp-pillbox"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("", include("webui.urls")),
+]

@@ -1,0 +1,138 @@
+"""Bottles (projects), prescriptions (work sessions), pills (memory entries), capsules (shared memory).
+
+Bottles, prescriptions and pills live in whichever database holds the bottle: a project's own
+`.pillbox/pillbox.db` for a local bottle, the global database for a global one. Capsules and the
+per-user registry always live in the global database (see pillbox.routers).
+
+Every id is a UUID v7 whose millisecond is made strictly increasing per table and database
+(pillbox.ids), so the first 12 hex digits, the short id shown to agents, never collide; ``seq`` is
+that millisecond as an integer, the row's key in the full-text index.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class SoftDeleteQuerySet(models.QuerySet):
+    def alive(self) -> SoftDeleteQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
+
+class Bottle(models.Model):
+    SCOPE_LOCAL = "local"
+    SCOPE_GLOBAL = "global"
+    SCOPES = [(SCOPE_LOCAL, "local"), (SCOPE_GLOBAL, "global")]
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    name = models.CharField(max_length=255)
+    display_name = models.CharField(max_length=255)
+    directory = models.CharField(max_length=4096)
+    scope = models.CharField(max_length=6, choices=SCOPES)
+    created_at = models.DateTimeField()
+    views = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+
+class Prescription(models.Model):
+    id = models.UUIDField(primary_key=True, editable=False)
+    bottle = models.ForeignKey(Bottle, on_delete=models.CASCADE, related_name="prescriptions")
+    title = models.CharField(max_length=255)
+    author_name = models.CharField(max_length=255, blank=True)
+    author_email = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0)
+
+    objects = SoftDeleteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["bottle", "deleted_at"], name="pillbox_rx_bottle_alive")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class Pill(models.Model):
+    id = models.UUIDField(primary_key=True, editable=False)
+    seq = models.BigIntegerField(unique=True, editable=False)
+    prescription = models.ForeignKey(Prescription, on_delete=models.CASCADE, related_name="pills")
+    compound = models.CharField(max_length=64)
+    title = models.CharField(max_length=255)
+    content = models.TextField()
+    author_name = models.CharField(max_length=255, blank=True)
+    author_email = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0)
+
+    objects = SoftDeleteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["prescription", "deleted_at"], name="pillbox_pill_rx_alive"),
+            models.Index(fields=["compound"], name="pillbox_pill_compound"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Capsule(models.Model):
+    id = models.UUIDField(primary_key=True, editable=False)
+    seq = models.BigIntegerField(unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="capsules")
+    compound = models.CharField(max_length=64)
+    title = models.CharField(max_length=255)
+    content = models.TextField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0)
+
+    objects = SoftDeleteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["owner", "deleted_at"], name="pillbox_capsule_owner_alive"),
+            models.Index(fields=["compound"], name="pillbox_capsule_compound"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Registration(models.Model):
+    """A user's registry entry: one bottle they use, and the database file that holds it."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bottle_registrations")
+    bottle_id = models.UUIDField()
+    name = models.CharField(max_length=255)
+    display_name = models.CharField(max_length=255)
+    scope = models.CharField(max_length=6, choices=Bottle.SCOPES)
+    directory = models.CharField(max_length=4096)
+    # Empty for a global bottle (it lives in the global database, wherever DATABASE_URL puts it).
+    db_path = models.CharField(max_length=4096, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["user", "bottle_id"], name="pillbox_registration_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.display_name} for {self.user}"

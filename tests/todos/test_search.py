@@ -1,0 +1,140 @@
+"""Behaviour of the todo search engine (todos.search); pure Python, no database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from todos.search import Doc, TodoIndex, tokenize
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "data" / "todos_oauth_toolkit_s1.json"
+
+DOCS = [
+    Doc("t1", "Renew passport", "Book an appointment at the town hall before the summer."),
+    Doc("t2", "Buy groceries", "Milk, eggs, bread and **coffee** beans from the market."),
+    Doc("t3", "Fix authentication bug", "Login fails when the token has expired; see `OAuth2Validator`."),
+    Doc("t4", "Write quarterly report", "Summarise revenue and churn for the board meeting."),
+    Doc("t5", "Call the plumber", "Kitchen sink is leaking again, ask about the warranty."),
+    Doc("t6", "Plan birthday party", "Invite friends, order a cake, reserve the café on Saturday."),
+    Doc("t7", "Update dependencies", "Bump django and rapidfuzz, then run the full test suite."),
+    Doc("t8", "Café opening hours", "Check whether it opens early on Sundays."),
+    Doc("t9", "Market research", "Compare three competitors and their pricing."),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> TodoIndex:
+    return TodoIndex.build(DOCS)
+
+
+def test_exact_words_find_the_todo(index: TodoIndex) -> None:
+    assert index.search("quarterly report")[0] == "t4"
+
+
+def test_typo_is_tolerated(index: TodoIndex) -> None:
+    assert index.search("pasport")[0] == "t1"  # deletion
+    assert index.search("plumbre")[0] == "t5"  # transposition
+    assert index.search("authentification")[0] == "t3"  # two edits in a long word
+
+
+def test_prefix_of_a_word_matches(index: TodoIndex) -> None:
+    assert index.search("groc")[0] == "t2"
+    assert index.search("depend upd")[0] == "t7"
+
+
+def test_word_order_does_not_matter(index: TodoIndex) -> None:
+    assert index.search("bug authentication fix")[0] == "t3"
+    assert index.search("party birthday")[0] == "t6"
+
+
+def test_word_only_in_description_is_found(index: TodoIndex) -> None:
+    assert index.search("warranty")[0] == "t5"
+    assert index.search("churn revenue")[0] == "t4"
+
+
+def test_camel_case_parts_are_words(index: TodoIndex) -> None:
+    assert index.search("validator")[0] == "t3"
+
+
+def test_name_is_weighted_above_description(index: TodoIndex) -> None:
+    # "market" is in t9's name and in t2's description.
+    assert index.search("market")[:2] == ["t9", "t2"]
+
+
+def test_accents_and_case_are_folded(index: TodoIndex) -> None:
+    assert index.search("CAFE")[0] == "t8"
+    assert index.search("cafe") == index.search("Café") == index.search("CAFÉ")
+    assert set(index.search("cafe")[:2]) == {"t6", "t8"}
+    assert index.search("renew PASSPÖRT")[0] == "t1"
+
+
+def test_markdown_syntax_does_not_become_words() -> None:
+    words = tokenize("**bold** _em_ [link](https://x.org/a_b) `code` # Heading\n- item > quote")
+    assert all(w.isalnum() for w in words)
+    assert "bold" in words and "heading" in words and "item" in words
+    one = TodoIndex.build([Doc("m", "Notes", "# Title\n\n- **one** `two`\n> three")])
+    assert one.search("**") == []
+    assert one.search("one two three") == ["m"]
+
+
+def test_results_are_deterministic() -> None:
+    # Identical todos tie on every score; the tie is broken by key, whatever the order.
+    twins = [Doc(k, "Water the plants", "") for k in ("b", "c", "a")]
+    first = TodoIndex.build(twins).search("water plants")
+    again = TodoIndex.build(list(reversed(twins))).search("water plants")
+    assert first == again == ["a", "b", "c"]
+    index = TodoIndex.build(DOCS)
+    assert all(index.search("the") == index.search("the") for _ in range(3))
+
+
+def test_unrelated_query_returns_nothing(index: TodoIndex) -> None:
+    assert index.search("zqxjv wqpfz") == []
+    assert index.search("xylophone") == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "!!! ... ---", "*_`#>[]()"])
+def test_empty_or_punctuation_query_returns_nothing(index: TodoIndex, query: str) -> None:
+    assert index.search(query) == []
+
+
+def test_limit_is_honoured(index: TodoIndex) -> None:
+    everything = index.search("the", limit=100)
+    assert len(everything) > 3
+    assert index.search("the", limit=3) == everything[:3]
+    assert index.search("the", limit=0) == []
+
+
+def test_long_query_is_accepted(index: TodoIndex) -> None:
+    query = ("coffee beans " * 200)[:1000]
+    assert index.search(query)[0] == "t2"
+
+
+def test_empty_index() -> None:
+    assert TodoIndex.build([]).search("anything") == []
+
+
+def _mrr_at_10(ranks: list[int | None]) -> float:
+    return sum(1 / r for r in ranks if r is not None and r <= 10) / len(ranks)
+
+
+def test_quality_on_shared_dataset() -> None:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"shared benchmark data not found at {SHARED_DATA}")
+    data: dict[str, Any] = json.loads(SHARED_DATA.read_text(encoding="utf-8"))
+    items = [t for t in data["items"] if not t.get("deletedAt")]
+    indexes = {
+        True: TodoIndex.build(Doc(t["id"], t["name"], t["description"] or "") for t in items),
+        False: TodoIndex.build(Doc(t["id"], t["name"], t["description"] or "") for t in items if not t["completed"]),
+    }
+    ranks: dict[str, list[int | None]] = {}
+    for q in data["queries"]:
+        ranked = indexes[q["include_completed"] is not False].search(q["q"], 20)
+        rank = ranked.index(q["target"]) + 1 if q["target"] in ranked else None
+        ranks.setdefault("all", []).append(rank)
+        ranks.setdefault(q["kind"], []).append(rank)
+    assert _mrr_at_10(ranks["all"]) >= 0.92
+    assert _mrr_at_10(ranks["e"]) >= 0.65
+    assert indexes[True].search("zqxjv wqpfz") == []
