@@ -1,19 +1,440 @@
-"""Placeholder until the Todos tools land."""
+"""The Todos MCP server: the seed's six tools, three extensions and the ``start_workspace`` prompt.
 
-from config.mcp.tools import Tool, ToolSet
+Each tool reads its arguments against its own input schema, calls one service or selector, and answers
+with the JSON text the seed shows (compact) plus the same data as structured content. Lists are bare
+arrays in the text and ``{"todos": [...]}`` in structured content, whose root must be an object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import wraps
+from typing import Any, Literal
+
+from accounts.services import account_for
+from config.mcp.arguments import Problem, read_arguments
+from config.mcp.tools import Caller, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
+from todos import rules, selectors, services
+from todos.access import list_url
+from todos.exceptions import TodoError
+from todos.formatting import format_todo, format_todos, format_usage, to_json
+from todos.timestamps import BadInstant, parse_instant
+
+Arguments = dict[str, Any]
+
+# --- schemas ---------------------------------------------------------------------------------------------
+
+ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": rules.ID_MAX,
+    "pattern": r"^\S+$",
+    "description": "The todo's id, chosen by you when it was created (kebab-case, e.g. `buy-milk`).",
+}
+INSTANT_INPUT = "ISO 8601 date or date-time (`2026-11-30`, `2026-11-30T09:15:00Z`); no zone means UTC."
+NULLABLE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+
+TODO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "uid": {"type": "string", "description": "The owner's user id."},
+        "name": {"type": "string"},
+        "description": {"type": "string", "description": "Markdown."},
+        "priority": {"type": "string", "enum": list(rules.PRIORITIES)},
+        "createdAt": {"type": "string", "format": "date-time"},
+        "updatedAt": {"type": "string", "format": "date-time"},
+        "completedAt": NULLABLE_INSTANT,
+        "deletedAt": NULLABLE_INSTANT,
+        "deadlineAt": NULLABLE_INSTANT,
+        "links": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["id", "uid", "name", "description", "priority", "createdAt", "updatedAt",
+                 "completedAt", "deletedAt", "deadlineAt", "links"],
+    "additionalProperties": False,
+}
+TODO_LIST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"todos": {"type": "array", "items": TODO_SCHEMA}},
+    "required": ["todos"],
+    "additionalProperties": False,
+}
+USAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer", "minimum": 0, "description": "Todos stored, completed and deleted included."},
+        "maxTasks": {"type": "integer", "minimum": 0, "description": "The plan limit."},
+        "percentage": {"type": "integer", "minimum": 0, "description": "count / maxTasks, rounded half up."},
+    },
+    "required": ["count", "maxTasks", "percentage"],
+    "additionalProperties": False,
+}
+URL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"url": {"type": "string", "format": "uri"}},
+    "required": ["url"],
+    "additionalProperties": False,
+}
+
+
+def _object(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties), "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+NO_INPUT = _object({})
+ID_INPUT = _object({"id": ID_SCHEMA}, ("id",))
+PUT_INPUT = _object(
+    {
+        "id": {**ID_SCHEMA, "description": "Unique among your todos: a descriptive kebab-case id such as "
+               "`remodel-basement`. A todo with this id is replaced entirely (and restored if it was deleted)."},
+        "name": {"type": "string", "minLength": 1, "maxLength": rules.NAME_MAX, "description": "A short title."},
+        "description": {"type": "string", "minLength": 0, "maxLength": rules.DESCRIPTION_MAX,
+                        "description": "Details in Markdown; may be empty."},
+        "priority": {"type": "string", "enum": list(rules.PRIORITIES), "default": "medium"},
+        "completedAt": {"type": ["string", "null"], "description": f"When it was done, or null if pending. {INSTANT_INPUT}"},
+        "deadlineAt": {"type": ["string", "null"], "description": f"Due date, or null. {INSTANT_INPUT}"},
+        "links": {
+            "type": "array",
+            "items": {**ID_SCHEMA, "description": "The id of a related todo."},
+            "maxItems": rules.LINKS_MAX,
+            "default": [],
+            "description": "Ids of related todos; a sub-task lists its root todo's id. Duplicates are dropped.",
+        },
+    },
+    ("id", "name", "description"),
+)
+LIST_INPUT = _object(
+    {
+        "includeCompleted": {"type": "boolean", "default": False, "description": "Also return completed todos."},
+        "includeDeleted": {"type": "boolean", "default": False, "description": "Also return deleted todos."},
+    }
+)
+SEARCH_INPUT = _object(
+    {
+        "query": {"type": "string", "minLength": 1, "maxLength": 1000,
+                  "description": "Words to look for in names and descriptions; typos and word fragments are fine."},
+        "includeCompleted": {"type": "boolean", "default": False, "description": "Also search completed todos."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
+                  "description": "Most results to return."},
+    },
+    ("query",),
+)
+
+# --- reading arguments -----------------------------------------------------------------------------------
+
+
+def _wording(problem: Problem, schema: Mapping[str, Any]) -> str:
+    if problem.kind == "enum":
+        allowed = schema["properties"][problem.field]["enum"]
+        return f"{problem.field} must be one of {', '.join(allowed)}"
+    return f"{problem.field} {problem.detail}"
+
+
+def read(schema: Mapping[str, Any], arguments: Any, *, multiline: tuple[str, ...] = ()) -> tuple[Arguments, dict[str, str]]:
+    """The arguments with defaults applied and nulls dropped, and one problem sentence per bad field."""
+    values, problems = read_arguments(schema, arguments, multiline=multiline)
+    found: dict[str, str] = {}
+    for problem in problems:
+        found.setdefault(problem.field, _wording(problem, schema))
+    if isinstance(arguments, Mapping):
+        known = schema.get("properties", {})
+        for name in arguments:
+            if name not in known:
+                # An unknown argument is usually a misspelt one: refusing beats silently dropping it.
+                expected = ", ".join(known) or "no arguments"
+                found.setdefault(str(name), f"{name} is not an argument of this tool (it takes {expected})")
+    return values, found
+
+
+def fail_on(problems: Mapping[str, str]) -> None:
+    if problems:
+        raise ToolFailure("; ".join(problems.values()))
+
+
+def _id_argument(arguments: Any) -> str:
+    values, problems = read(ID_INPUT, arguments)
+    if "id" in values and (problem := rules.id_problem(values["id"])):
+        problems["id"] = problem
+    fail_on(problems)
+    return values["id"]
+
+
+def _instant(values: Arguments, name: str, problems: dict[str, str]) -> Any:
+    text = values.get(name)
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except BadInstant:
+        problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
+        return None
+
+
+# --- replies ---------------------------------------------------------------------------------------------
+
+
+def _uid(caller: Caller) -> str:
+    return account_for(caller.user).uid
+
+
+def todo_reply(caller: Caller, todo: Any) -> ToolReply:
+    data = format_todo(todo, uid=_uid(caller))
+    return ToolReply(to_json(data), structured=data)
+
+
+def todos_reply(caller: Caller, todos: list[Any]) -> ToolReply:
+    data = format_todos(todos, uid=_uid(caller))
+    return ToolReply(to_json(data), structured={"todos": data})
+
+
+ToolHandler = Callable[[Caller, Arguments], ToolReply]
+
+
+def domain_errors(handler: ToolHandler) -> ToolHandler:
+    """Domain errors already carry the sentence the agent should read."""
+
+    @wraps(handler)
+    def wrapper(caller: Caller, arguments: Arguments) -> ToolReply:
+        try:
+            return handler(caller, arguments)
+        except TodoError as error:
+            raise ToolFailure(error.message) from None
+
+    return wrapper
+
+
+# --- tools -----------------------------------------------------------------------------------------------
+
+
+@domain_errors
+def get_list_usage(caller: Caller, arguments: Arguments) -> ToolReply:
+    fail_on(read(NO_INPUT, arguments)[1])
+    data = format_usage(selectors.todo_usage(owner=caller.user))
+    return ToolReply(to_json(data), structured=data)
+
+
+@domain_errors
+def get_list_url(caller: Caller, arguments: Arguments) -> ToolReply:
+    fail_on(read(NO_INPUT, arguments)[1])
+    url = list_url(user=caller.user, presented_uid=caller.presented_uid, presented_key=caller.presented_key)
+    return ToolReply(url, structured={"url": url})
+
+
+@domain_errors
+def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, problems = read(PUT_INPUT, arguments, multiline=("description",))
+    if "id" in values and (problem := rules.id_problem(values["id"])):
+        problems.setdefault("id", problem)
+    if "links" in values and (link_problems := rules.links_problems(values["links"])):
+        problems.setdefault("links", "; ".join(link_problems))
+    completed_at = _instant(values, "completedAt", problems)
+    deadline_at = _instant(values, "deadlineAt", problems)
+    fail_on(problems)
+    todo = services.todo_put(
+        owner=caller.user, key=values["id"], name=values["name"], description=values["description"],
+        priority=values["priority"], completed_at=completed_at, deadline_at=deadline_at, links=values["links"],
+    )
+    return todo_reply(caller, todo)
+
+
+@domain_errors
+def list_todos(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, problems = read(LIST_INPUT, arguments)
+    fail_on(problems)
+    todos = selectors.todo_list(
+        owner=caller.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
+    )
+    return todos_reply(caller, todos)
+
+
+@domain_errors
+def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, problems = read(SEARCH_INPUT, arguments)
+    fail_on(problems)
+    todos = selectors.todo_search(
+        owner=caller.user, query=values["query"], include_completed=values["includeCompleted"], limit=values["limit"]
+    )
+    return todos_reply(caller, todos)
+
+
+@domain_errors
+def complete_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    return todo_reply(caller, services.todo_complete(owner=caller.user, key=_id_argument(arguments)))
+
+
+@domain_errors
+def get_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    return todo_reply(caller, selectors.todo_get(owner=caller.user, key=_id_argument(arguments), include_deleted=True))
+
+
+@domain_errors
+def delete_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    return todo_reply(caller, services.todo_delete(owner=caller.user, key=_id_argument(arguments)))
+
+
+@domain_errors
+def reopen_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    return todo_reply(caller, services.todo_reopen(owner=caller.user, key=_id_argument(arguments)))
+
+
+TODO_JSON = (
+    "a Todo as JSON: {id, uid, name, description, priority, createdAt, updatedAt, completedAt, deletedAt, "
+    "deadlineAt, links}, timestamps in UTC like 2026-11-30T09:15:42.123Z"
+)
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="get_list_usage",
+        title="List usage",
+        description="How full the user's list is: {count, maxTasks, percentage}. count includes completed and "
+        "deleted todos; creating a todo fails once count reaches maxTasks (deleted todos can be purged by the "
+        "user on the /list page).",
+        input_schema=NO_INPUT,
+        output_schema=USAGE_SCHEMA,
+        handler=get_list_usage,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="get_list_url",
+        title="List page URL",
+        description="The address of the web page where the user sees and checks off their todos; it opens "
+        "without logging in. Give it to the user when they want to see the list in a browser. The text is the "
+        "bare URL.",
+        input_schema=NO_INPUT,
+        output_schema=URL_SCHEMA,
+        handler=get_list_url,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="put_todo",
+        title="Create or replace a todo",
+        description="Create a todo, or replace the user's todo with the same id entirely: every field takes "
+        "the value given or its default (priority medium, no completedAt, no deadlineAt, no links), createdAt "
+        "is kept, and a deleted todo is restored. To change one field, read the todo with get_todo first and "
+        f"send all its fields back. Returns {TODO_JSON}.",
+        input_schema=PUT_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=put_todo,
+        destructive=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="list_todos",
+        title="List todos",
+        description="The user's todos as a JSON array: pending ones first, by priority (high to low), then "
+        "deadline (soonest first, none last), then creation; then completed ones (newest completion first) if "
+        "includeCompleted; then deleted ones (newest deletion first) if includeDeleted.",
+        input_schema=LIST_INPUT,
+        output_schema=TODO_LIST_SCHEMA,
+        handler=list_todos,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="search_todos",
+        title="Search todos",
+        description="Fuzzy search over the names and descriptions of the user's todos (typos, partial words "
+        "and any word order are fine; names count more than descriptions). Returns a JSON array, best match "
+        "first, or [] when nothing resembles the query. Deleted todos are never searched; completed ones only "
+        "with includeCompleted.",
+        input_schema=SEARCH_INPUT,
+        output_schema=TODO_LIST_SCHEMA,
+        handler=search_todos,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="complete_todo",
+        title="Complete a todo",
+        description="Mark a todo as done now (completedAt = now); a todo already completed is returned "
+        f"unchanged. Returns {TODO_JSON}. Fails with `Todo not found` for an unknown or deleted id.",
+        input_schema=ID_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=complete_todo,
+        idempotent=True,
+    ),
+    Tool(
+        name="get_todo",
+        title="Read a todo",
+        description=f"One todo by id, deleted ones included (deletedAt is then set). Returns {TODO_JSON}. "
+        "Fails with `Todo not found` for an unknown id.",
+        input_schema=ID_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=get_todo,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="delete_todo",
+        title="Delete a todo",
+        description="Delete a todo (it can be restored by put_todo with the same id, or by the user on the "
+        "/list page; it still counts in get_list_usage until the user purges it). Returns the deleted todo. "
+        "Fails with `Todo not found` for an unknown or already deleted id.",
+        input_schema=ID_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=delete_todo,
+        destructive=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="reopen_todo",
+        title="Reopen a todo",
+        description=f"Mark a completed todo as pending again (clears completedAt). Returns {TODO_JSON}. "
+        "Fails with `Todo not found` for an unknown or deleted id.",
+        input_schema=ID_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=reopen_todo,
+        idempotent=True,
+    ),
+)
+
+# --- prompt ----------------------------------------------------------------------------------------------
+
+PREMISE_MAX = 2000
+
+
+def start_workspace(arguments: Mapping[str, str]) -> list[tuple[Literal["user", "assistant"], str]]:
+    premise = arguments.get("premise")
+    if not isinstance(premise, str) or not premise.strip():
+        raise ToolFailure("premise is required")
+    if problem := rules.text_problem("premise", premise, low=1, high=PREMISE_MAX, multiline=True):
+        raise ToolFailure(problem)
+    text = (
+        f"Let's start a workspace for this premise:\n\n{premise.strip()}\n\n"
+        "1. Create the root todo with put_todo. Give it a short, descriptive kebab-case id derived from the "
+        "premise (lowercase words joined by hyphens, e.g. `remodel-basement`), a name that states the goal, "
+        "and a description that records the premise.\n"
+        "2. Show me the root todo's id.\n"
+        "3. Ask me for the sub-tasks. Create each one with put_todo, with its own kebab-case id and "
+        '`links: ["<root id>"]` so it hangs under the root todo.'
+    )
+    return [("user", text)]
+
+
+PROMPTS = (
+    Prompt(
+        name="start_workspace",
+        title="Start a workspace",
+        description="Start a workspace from a premise: create a root todo, show its id, then add the "
+        "sub-tasks the user names, each linked to the root.",
+        arguments=(PromptArgument(name="premise", description="The goal of the workspace, e.g. "
+                                  '"we are going to remodel the basement".'),),
+        render=start_workspace,
+    ),
+)
 
 TOOLSET = ToolSet(
     name="todos",
     version="0.1.0",
-    instructions="A to-do list.",
-    internal_error_text="Internal error",
-    tools=(
-        Tool(
-            name="get_list_usage",
-            description="How many todos exist.",
-            input_schema={"type": "object", "properties": {}},
-            handler=lambda caller, args: '{"count":0}',
-            read_only=True,
-        ),
-    ),
+    instructions="The user's to-do list. Todos have ids you choose (kebab-case); put_todo creates or replaces "
+    "one, list_todos and search_todos find them, complete_todo checks one off. Sub-tasks list their root "
+    "todo's id in links. get_list_url gives the user a web page with their list.",
+    internal_error_text="Internal error: the todo list could not be reached; try again",
+    tools=TOOLS,
+    prompts=PROMPTS,
 )

@@ -88,6 +88,9 @@ def read_arguments(
             continue
         value = given[name]
         kind = spec.get("type", "string")
+        if isinstance(kind, list):
+            # A nullable field (["string", "null"]): nulls were dropped above, so check the other type.
+            kind = next((item for item in kind if item != "null"), "string")
         if not _type_ok(value, kind):
             problems.append(Problem(name, "type", f"must be {JSON_TYPES.get(kind, kind)}, got {_json_type(value)}"))
             continue

@@ -1,0 +1,26 @@
+"""Domain errors of the Todos app: each carries the one sentence an agent or a person reads."""
+
+from __future__ import annotations
+
+
+class TodoError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(TodoError):
+    def __init__(self, message: str = "Todo not found") -> None:
+        super().__init__(message)
+
+
+class ValidationFailed(TodoError):
+    """What is wrong with each invalid field, naming it, in one sentence."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class LimitReached(TodoError):
+    pass

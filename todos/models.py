@@ -1,0 +1,48 @@
+"""A to-do item, owned by one user, named by the agent.
+
+The agent's id (``key``) is unique per owner only: two users may both have ``buy-milk``, so every read and
+write is scoped by owner and the row's own primary key never leaves the server.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Priority(models.TextChoices):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class TodoQuerySet(models.QuerySet):
+    def alive(self) -> TodoQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
+    def owned_by(self, owner: object) -> TodoQuerySet:
+        return self.filter(owner=owner)
+
+
+class Todo(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="todos")
+    key = models.CharField("id", max_length=128, help_text="The id the agent chose; unique per owner.")
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, help_text="Markdown.")
+    priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.MEDIUM)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    links = models.JSONField(default=list, blank=True, help_text="Ids of related todos (sub-tasks point at their root).")
+
+    # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
+    objects = TodoQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "key"], name="todos_todo_owner_key")]
+        indexes = [models.Index(fields=["owner", "deleted_at", "completed_at"], name="todos_todo_owner_state")]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.name}"

@@ -1,0 +1,63 @@
+"""The field rules of a Todo (SPEC §5.1), shared by the services and by the MCP input schemas."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+from todos.models import Priority
+
+ID_MAX = 128
+NAME_MAX = 255
+DESCRIPTION_MAX = 20_000
+LINKS_MAX = 100
+PRIORITIES: tuple[str, ...] = tuple(Priority.values)
+PRIORITY_PROBLEM = f"priority must be one of {', '.join(PRIORITIES)}"
+
+
+def bad_character(text: str, *, multiline: bool = False, whitespace: bool = True) -> str | None:
+    """The first character the field may not hold, described for the reader, or None."""
+    for char in text:
+        if multiline and char in "\n\t":
+            continue
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            return "a lone surrogate"
+        if unicodedata.category(char) == "Cc":
+            return "NUL" if char == "\x00" else f"control character U+{ord(char):04X}"
+        if not whitespace and char.isspace():
+            return "whitespace"
+    return None
+
+
+def id_problem(value: str, *, field: str = "id") -> str | None:
+    if not 1 <= len(value) <= ID_MAX:
+        return f"{field} must be 1-{ID_MAX} characters, got {len(value)}"
+    if bad := bad_character(value, whitespace=False):
+        return f"{field} must not contain {bad}"
+    return None
+
+
+def text_problem(field: str, value: str, *, low: int, high: int, multiline: bool = False) -> str | None:
+    if not low <= len(value) <= high:
+        return f"{field} must be {low}-{high} characters, got {len(value)}"
+    if bad := bad_character(value, multiline=multiline):
+        return f"{field} must not contain {bad}"
+    return None
+
+
+def links_problems(links: Iterable[str]) -> list[str]:
+    items = list(links)
+    if len(items) > LINKS_MAX:
+        return [f"links must have at most {LINKS_MAX} items, got {len(items)}"]
+    problems = []
+    for index, link in enumerate(items):
+        if not isinstance(link, str):
+            problems.append(f"links item {index} must be a string")
+        elif problem := id_problem(link, field=f"links item {index}"):
+            problems.append(problem)
+    return problems
+
+
+def dedupe(links: Iterable[str]) -> list[str]:
+    """First occurrence wins, so the agent's order is kept."""
+    return list(dict.fromkeys(links))

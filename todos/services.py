@@ -1,0 +1,123 @@
+"""Writes to a user's todos. Every function is keyword-only, scoped by owner, validated and atomic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from accounts.models import Account
+from accounts.services import account_for
+from todos import rules
+from todos.exceptions import LimitReached, NotFound, ValidationFailed
+from todos.models import Priority, Todo
+
+ONE_TICK = timedelta(microseconds=1)
+
+
+def todo_field_problems(
+    *, key: str, name: str, description: str, priority: str, links: Sequence[str]
+) -> list[str]:
+    problems = [
+        rules.id_problem(key),
+        rules.text_problem("name", name, low=1, high=rules.NAME_MAX),
+        rules.text_problem("description", description, low=0, high=rules.DESCRIPTION_MAX, multiline=True),
+        None if priority in rules.PRIORITIES else rules.PRIORITY_PROBLEM,
+    ]
+    return [problem for problem in problems if problem] + rules.links_problems(links)
+
+
+def _lock_and_stamp(owner: AbstractBaseUser) -> tuple[Account, datetime]:
+    """Serialise the owner's writes and pick a write time later than any of their todos' ``updated_at``.
+
+    The lock keeps two concurrent creates from both passing the plan limit. Strictly increasing
+    ``updated_at`` makes (count, max updated_at) a version of the owner's data even when clocks of several
+    servers disagree, which is what the search index cache relies on.
+    """
+    account_for(owner)
+    account = Account.objects.select_for_update().get(user=owner)
+    latest = Todo.objects.owned_by(owner).aggregate(latest=Max("updated_at"))["latest"]
+    now = timezone.now()
+    if latest is not None and now <= latest:
+        now = latest + ONE_TICK
+    return account, now
+
+
+def todo_put(
+    *,
+    owner: AbstractBaseUser,
+    key: str,
+    name: str,
+    description: str,
+    priority: str = Priority.MEDIUM,
+    completed_at: datetime | None = None,
+    deadline_at: datetime | None = None,
+    links: Sequence[str] = (),
+) -> Todo:
+    """Create the todo, or replace every field of the owner's todo with this id (restoring it if deleted)."""
+    if problems := todo_field_problems(key=key, name=name, description=description, priority=priority, links=links):
+        raise ValidationFailed(problems)
+    with transaction.atomic():
+        account, now = _lock_and_stamp(owner)
+        todo = Todo.objects.owned_by(owner).filter(key=key).first()
+        if todo is None:
+            count = Todo.objects.owned_by(owner).count()
+            if count >= account.max_tasks:
+                raise LimitReached(
+                    f"Todo limit reached: {count} todos exist and the limit is {account.max_tasks} "
+                    "(completed and deleted todos count too); purge deleted todos on the /list page to make room"
+                )
+            todo = Todo(owner=owner, key=key, created_at=now)
+        todo.name = name
+        todo.description = description
+        todo.priority = priority
+        todo.completed_at = completed_at
+        todo.deadline_at = deadline_at
+        todo.links = rules.dedupe(links)
+        todo.deleted_at = None
+        todo.updated_at = now
+        todo.save()
+    return todo
+
+
+def _alive_for_update(owner: AbstractBaseUser, key: str) -> Todo:
+    todo = Todo.objects.owned_by(owner).alive().filter(key=key).first()
+    if todo is None:
+        raise NotFound()
+    return todo
+
+
+def todo_complete(*, owner: AbstractBaseUser, key: str) -> Todo:
+    """Mark the todo done now; a todo already done keeps its completion time."""
+    with transaction.atomic():
+        _, now = _lock_and_stamp(owner)
+        todo = _alive_for_update(owner, key)
+        if todo.completed_at is None:
+            todo.completed_at = todo.updated_at = now
+            todo.save(update_fields=["completed_at", "updated_at"])
+    return todo
+
+
+def todo_reopen(*, owner: AbstractBaseUser, key: str) -> Todo:
+    with transaction.atomic():
+        _, now = _lock_and_stamp(owner)
+        todo = _alive_for_update(owner, key)
+        if todo.completed_at is not None:
+            todo.completed_at = None
+            todo.updated_at = now
+            todo.save(update_fields=["completed_at", "updated_at"])
+    return todo
+
+
+def todo_delete(*, owner: AbstractBaseUser, key: str) -> Todo:
+    """Soft delete: the todo still counts against the plan until a person purges it on /list."""
+    with transaction.atomic():
+        _, now = _lock_and_stamp(owner)
+        todo = _alive_for_update(owner, key)
+        todo.deleted_at = todo.updated_at = now
+        todo.save(update_fields=["deleted_at", "updated_at"])
+    return todo
