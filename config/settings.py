@@ -72,7 +72,8 @@ SQLITE_OPTIONS = {
 
 
 def sqlite_database(path: Path | str) -> dict:
-    return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS)}
+    # CONN_MAX_AGE None: a long-lived agent process keeps its connection between tool calls.
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
 
 
 def _database_from_url(url: str) -> dict:

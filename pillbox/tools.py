@@ -1,3 +1,358 @@
-from config.mcp.tools import ToolSet
+"""The 22 Pillbox tools: each reads its arguments, calls one service or selector, and formats the answer."""
 
-TOOLSET = ToolSet(name="pillbox", version="0.1.0", instructions="", internal_error_text="", tools=())
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from config.mcp.arguments import Problem, read_arguments
+from config.mcp.tools import Caller, Tool, ToolFailure, ToolSet
+from pillbox import selectors, services, texts
+from pillbox.access import Reach, reach_for
+from pillbox.databases import GLOBAL
+from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
+from pillbox.search import Target, search
+
+CONTENT_LIMIT = 5000
+
+
+def _string(low: int, high: int, description: str) -> dict[str, Any]:
+    return {"type": "string", "minLength": low, "maxLength": high, "description": description}
+
+
+def _limit(default: int, high: int, what: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": high, "default": default,
+            "description": f"Most {what} to return (1-{high}, default {default})."}
+
+
+ID = _string(8, 36, "The id as shown (12 hex digits), a full UUID, or any prefix of at least 8 hex digits.")
+TITLE = _string(1, 255, "Short descriptive title (1-255 characters).")
+CONTENT = _string(1, CONTENT_LIMIT, "Full text, Markdown welcome (1-5000 characters).")
+COMPOUND = _string(1, 64, "Free-text category, e.g. decision, bug, convention, todo (1-64 characters).")
+AUTHOR_NAME = _string(1, 255, "Name of the person the agent works for (git config user.name).")
+AUTHOR_EMAIL = _string(1, 255, "Email of the person the agent works for (git config user.email).")
+BOTTLE_ID = {**ID, "description": "A bottle id from bottle_list or bottle_create (12 hex digits or a prefix)."}
+QUERY = _string(1, 1000, 'Words to look for; typos are tolerated. Operators and quotes are plain text.')
+FUZZY = {"type": "boolean", "default": False,
+         "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
+                        "when the strict pass finds nothing."}
+NONBLANK = ("title", "compound", "name", "display_name", "author_name", "author_email", "content")
+
+TOOLS: list[Tool] = []
+
+
+def _problems_error(tool: str, problems: list[Problem]) -> PillboxError:
+    fields = {p.field: p.detail for p in problems}
+    unreadable = [p for p in problems if p.is_unreadable]
+    if unreadable:
+        first = unreadable[0]
+        return InvalidInput(f"The input of {tool} cannot be read: {first.field} {first.detail}.", **fields)
+    over = next((p for p in problems if p.field == "content" and p.kind == "length"), None)
+    if over is not None:
+        length = int(over.detail.rsplit(" ", 1)[-1])
+        if length > CONTENT_LIMIT:
+            advice = "trim it" if tool.endswith("_revise") else "split it into several pills"
+            fields["content"] = f"{over.detail}: {length - CONTENT_LIMIT} characters over the limit; {advice}"
+            return ValidationFailed(
+                f"content is {length - CONTENT_LIMIT} characters over the {CONTENT_LIMIT} limit; {advice}.", **fields
+            )
+    return ValidationFailed(f"{len(problems)} field{'s' if len(problems) > 1 else ''} of {tool} "
+                            "break the rules; fix them and call again.", **fields)
+
+
+def _blank_problems(values: dict[str, Any]) -> list[Problem]:
+    return [Problem(name, "length", "must not be blank") for name in NONBLANK
+            if isinstance(values.get(name), str) and not values[name].strip()]
+
+
+def tool(
+    name: str,
+    description: str,
+    properties: dict[str, dict[str, Any]],
+    required: Collection[str] = (),
+    *,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    schema = {"type": "object", "properties": properties, "required": list(required)}
+
+    def decorate(function: Callable[..., str]) -> Callable[..., str]:
+        def handler(caller: Caller, arguments: dict[str, Any]) -> str:
+            values, problems = read_arguments(schema, arguments, multiline=("content",))
+            problems += _blank_problems(values)
+            try:
+                if problems:
+                    raise _problems_error(name, problems)
+                return function(reach_for(caller), **values)
+            except PillboxError as exc:
+                raise ToolFailure(texts.error(exc)) from None
+
+        TOOLS.append(Tool(name=name, description=description, input_schema=schema, handler=handler,
+                          read_only=read_only, destructive=destructive, idempotent=idempotent))
+        return function
+
+    return decorate
+
+
+# ---------------------------------------------------------------- pills
+
+
+@tool(
+    "pill_store",
+    "Store a memory entry (pill) in an open prescription: a decision, a bug and its fix, a convention, a "
+    "finding worth keeping for the next session. Returns the new pill's id. Keep one idea per pill; content "
+    "over 5000 characters must be split into several pills.",
+    {"prescription_id": {**ID, "description": "An open prescription's id (prescription_open returns one)."},
+     "title": TITLE, "content": CONTENT, "compound": COMPOUND, "author_name": AUTHOR_NAME,
+     "author_email": AUTHOR_EMAIL},
+    ["prescription_id", "title", "content", "compound", "author_name", "author_email"],
+)
+def pill_store(reach: Reach, **values: str) -> str:
+    return texts.pill_stored(services.pill_store(reach=reach, **values))
+
+
+@tool("pill_read", "Read one pill in full: its prescription, date, compound, title, author and whole content.",
+      {"id": ID}, ["id"], read_only=True)
+def pill_read(reach: Reach, id: str) -> str:
+    pill, alias = selectors.pill_get(reach=reach, pill_id=id)
+    services.count_view(type(pill), alias, pill.pk)
+    return texts.pill(pill)
+
+
+@tool(
+    "pill_revise",
+    "Change a pill's title, content or compound (give at least one). Its prescription must be open; "
+    "prescription_reopen reopens a closed one.",
+    {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True,
+)
+def pill_revise(reach: Reach, id: str, **changes: str) -> str:
+    _require_change("pill_revise", changes)
+    return texts.pill_revised(services.pill_revise(reach=reach, pill_id=id, changes=changes))
+
+
+@tool("pill_discard", "Discard (archive) a pill: it disappears from search and context but is kept for people "
+      "to restore. Its prescription must be open.", {"id": ID}, ["id"], destructive=True, idempotent=True)
+def pill_discard(reach: Reach, id: str) -> str:
+    return texts.discarded(services.pill_discard(reach=reach, pill_id=id))
+
+
+@tool(
+    "pill_search",
+    "Search pills by words in their title, content and compound, across every bottle you can reach (or one "
+    "bottle). Prefixes match ('auth' finds 'authentication'), accents and case are ignored, any word may match "
+    "(best matches first), and misspelled words are corrected (the answer then says used_fuzzy: true). Give a "
+    "query, a compound, or both; a compound alone lists that compound, newest first.",
+    {"query": QUERY, "bottle_id": BOTTLE_ID, "compound": COMPOUND, "limit": _limit(20, 100, "pills"),
+     "fuzzy": FUZZY},
+    read_only=True,
+)
+def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None, bottle_id: str | None = None,
+                compound: str | None = None) -> str:
+    _require_query_or_compound(query, compound)
+    dbs = selectors.narrowed_dbs(reach, bottle_id)
+    targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
+    found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy)
+    return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach))
+
+
+@tool(
+    "pill_compounds",
+    "List the compounds (categories) in use with how many live pills each has, most used first, over every "
+    "bottle you can reach or one bottle. Useful before searching by compound.",
+    {"bottle_id": BOTTLE_ID, "limit": _limit(50, 200, "compounds")},
+    read_only=True,
+)
+def pill_compounds(reach: Reach, limit: int, bottle_id: str | None = None) -> str:
+    return texts.compounds(selectors.pill_compounds(reach=reach, bottle_id=bottle_id, limit=limit))
+
+
+# ---------------------------------------------------------------- capsules
+
+
+@tool(
+    "capsule_store",
+    "Store a capsule: memory shared by all your projects (conventions, workflows, facts about your "
+    "environment), kept in the global database. Returns the new capsule's id.",
+    {"title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["title", "content", "compound"],
+)
+def capsule_store(reach: Reach, **values: str) -> str:
+    return texts.pill_stored(services.capsule_store(reach=reach, **values))
+
+
+@tool("capsule_read", "Read one capsule in full.", {"id": ID}, ["id"], read_only=True)
+def capsule_read(reach: Reach, id: str) -> str:
+    capsule = selectors.capsule_get(reach=reach, capsule_id=id)
+    services.count_view(type(capsule), GLOBAL, capsule.pk)
+    return texts.capsule(capsule)
+
+
+@tool("capsule_revise", "Change a capsule's title, content or compound (give at least one).",
+      {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True)
+def capsule_revise(reach: Reach, id: str, **changes: str) -> str:
+    _require_change("capsule_revise", changes)
+    return texts.pill_revised(services.capsule_revise(reach=reach, capsule_id=id, changes=changes))
+
+
+@tool("capsule_discard", "Discard (archive) a capsule; people can restore it.", {"id": ID}, ["id"],
+      destructive=True, idempotent=True)
+def capsule_discard(reach: Reach, id: str) -> str:
+    return texts.discarded(services.capsule_discard(reach=reach, capsule_id=id))
+
+
+@tool(
+    "capsule_search",
+    "Search your capsules (shared, cross-project memory) by words in title, content and compound: prefixes "
+    "match, accents and case are ignored, misspellings are corrected (used_fuzzy: true). Give a query, a "
+    "compound, or both.",
+    {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY},
+    read_only=True,
+)
+def capsule_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
+                   compound: str | None = None) -> str:
+    _require_query_or_compound(query, compound)
+    target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk)
+    found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy)
+    return texts.search_results(found, noun="capsule", bottle_names=None)
+
+
+@tool("capsule_compounds", "List the compounds of your capsules with their counts, most used first.",
+      {"limit": _limit(50, 200, "compounds")}, read_only=True)
+def capsule_compounds(reach: Reach, limit: int) -> str:
+    return texts.compounds(selectors.capsule_compounds(reach=reach, limit=limit))
+
+
+# ---------------------------------------------------------------- prescriptions
+
+
+@tool(
+    "prescription_open",
+    "Open a new prescription (a work session) in a bottle; pills are stored in it. Always opens a new one: to "
+    "continue an open one, find its id with bottle_context. Several may be open at once.",
+    {"bottle_id": BOTTLE_ID, "title": _string(1, 255, "What this session is about."), "author_name": AUTHOR_NAME,
+     "author_email": AUTHOR_EMAIL},
+    ["bottle_id", "title", "author_name", "author_email"],
+)
+def prescription_open(reach: Reach, **values: str) -> str:
+    return texts.prescription_opened(services.prescription_open(reach=reach, **values))
+
+
+@tool("prescription_close", "Close a prescription when its work is done. Closing a closed one changes nothing.",
+      {"id": ID}, ["id"], idempotent=True)
+def prescription_close(reach: Reach, id: str) -> str:
+    return texts.prescription_closed(services.prescription_close(reach=reach, prescription_id=id))
+
+
+@tool("prescription_reopen", "Reopen a closed prescription so its pills can be added to, revised or discarded. "
+      "Reopening an open one changes nothing.", {"id": ID}, ["id"], idempotent=True)
+def prescription_reopen(reach: Reach, id: str) -> str:
+    return texts.prescription(services.prescription_reopen(reach=reach, prescription_id=id))
+
+
+@tool("prescription_read", "Read a prescription: title, status (open/closed), dates and author.",
+      {"id": ID}, ["id"], read_only=True)
+def prescription_read(reach: Reach, id: str) -> str:
+    rx, alias = selectors.prescription_get(reach=reach, prescription_id=id)
+    services.count_view(type(rx), alias, rx.pk)
+    return texts.prescription(rx)
+
+
+@tool(
+    "prescription_context",
+    "The pills of one prescription, newest first: id, compound, title and the first 300 characters of each "
+    "(newlines shown as \\n). Use after bottle_context to dig into a session; pill_read gives a whole pill. "
+    "An unknown prescription gives an empty answer.",
+    {"prescription_id": ID, "limit": _limit(30, 200, "pills")}, ["prescription_id"], read_only=True,
+)
+def prescription_context(reach: Reach, prescription_id: str, limit: int) -> str:
+    context = selectors.prescription_context(reach=reach, prescription_id=prescription_id, limit=limit)
+    if context is not None:
+        services.count_view(type(context.prescription), context_alias(reach, context), context.prescription.pk)
+    return texts.prescription_context(context)
+
+
+def context_alias(reach: Reach, context: selectors.PrescriptionContext) -> str:
+    return context.prescription._state.db or GLOBAL
+
+
+@tool("prescription_discard", "Discard (archive) a prescription together with all its pills, and close it. "
+      "People can restore them.", {"id": ID}, ["id"], destructive=True, idempotent=True)
+def prescription_discard(reach: Reach, id: str) -> str:
+    rx, count = services.prescription_discard(reach=reach, prescription_id=id)
+    return texts.prescription_discarded(rx, count)
+
+
+# ---------------------------------------------------------------- bottles
+
+
+@tool(
+    "bottle_create",
+    "Create a bottle (a project's memory). scope local (default) keeps it in .pillbox/pillbox.db in the "
+    "directory the agent works in, next to the code; scope global keeps it in the global database (the only "
+    "choice for remote agents). The directory is never an argument. Returns the bottle's id.",
+    {"name": _string(1, 255, "Slug: lowercase letters, digits and single hyphens, usually the folder name."),
+     "display_name": _string(1, 255, "Human-readable name."),
+     "scope": {"type": "string", "enum": ["local", "global"], "default": "local",
+               "description": "local (next to the code, default) or global."}},
+    ["name", "display_name"],
+)
+def bottle_create(reach: Reach, name: str, display_name: str, scope: str) -> str:
+    bottle = services.bottle_create(reach=reach, name=name, display_name=display_name, scope=scope)
+    return texts.bottle_created(bottle)
+
+
+@tool(
+    "bottle_context",
+    "Index of a bottle's prescriptions, newest first: id, open/closed, title, dates and pill count. Use at the "
+    "start of a session to see what work exists; prescription_context shows one prescription's pills.",
+    {"bottle_id": BOTTLE_ID, "limit": _limit(30, 200, "prescriptions")}, ["bottle_id"], read_only=True,
+)
+def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
+    context = selectors.bottle_context(reach=reach, bottle_id=bottle_id, limit=limit)
+    services.count_view(type(context.bottle), context.bottle._state.db or GLOBAL, context.bottle.pk)
+    return texts.bottle_context(context)
+
+
+@tool("bottle_list", "List your bottles with scope, id and directory. ● the database is there; ○ [unlinked] its "
+      "file no longer exists.", {}, read_only=True)
+def bottle_list(reach: Reach) -> str:
+    return texts.bottle_list(selectors.bottle_list(reach=reach))
+
+
+@tool(
+    "bottle_vinculate",
+    "Link an existing local bottle (a directory holding .pillbox/pillbox.db, e.g. made by another user of "
+    "this machine) into your registry. Answers status: linked, or already_linked.",
+    {"directory": _string(1, 4096, "Absolute path of the directory holding .pillbox/pillbox.db (default: the "
+                                   "working directory).")},
+    idempotent=True,
+)
+def bottle_vinculate(reach: Reach, directory: str | None = None) -> str:
+    bottle, registration, created = services.bottle_vinculate(reach=reach, directory=directory)
+    return texts.bottle_linked(bottle, registration.db_path, created)
+
+
+def _require_change(tool_name: str, changes: dict[str, str]) -> None:
+    if not changes:
+        raise ValidationFailed(f"{tool_name} needs at least one of title, content or compound.",
+                               fields="give title, content or compound")
+
+
+def _require_query_or_compound(query: str | None, compound: str | None) -> None:
+    if not query and not compound:
+        raise ValidationFailed("Give a query, a compound, or both.", query="required unless compound is given")
+
+
+TOOLSET = ToolSet(
+    name="pillbox",
+    version="0.1.0",
+    instructions=(
+        "Pillbox is long-term memory for coding agents. A bottle is a project; a prescription is a work session "
+        "in it; pills are the memory entries written during a session; capsules are memory shared by all "
+        "projects. Start with bottle_list (or bottle_create), read bottle_context, open a prescription, store "
+        "pills as you learn things worth keeping, search with pill_search, and close the prescription at the end."
+    ),
+    tools=tuple(TOOLS),
+    internal_error_text="error: internal_error\nmessage: Something went wrong on the server; it has been logged. "
+                        "Try again, and report it if it keeps happening.",
+)

@@ -1,0 +1,130 @@
+"""What a caller can reach: the current database, and every bottle in their registry.
+
+A bottle is reachable by a user only through their own registry entry. Over stdio the file system is the
+access control: the local database found from the working directory is registered for the user the first
+time it is used. Over HTTP nothing is registered implicitly.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, models, transaction
+
+from config.mcp.tools import Caller
+from pillbox import ids
+from pillbox.databases import GLOBAL, alias_for, find_local_db, has_schema, open_local
+from pillbox.exceptions import AmbiguousId, NotFound
+from pillbox.models import Bottle, Pill, Prescription, Registration
+
+
+@dataclass
+class Reach:
+    user: AbstractBaseUser
+    caller: Caller
+    current: str  # the alias tools write to by default: the local database, else the global one
+    current_path: Path | None
+    # alias -> reachable bottle ids in that database; the current database first.
+    dbs: dict[str, set[uuid.UUID]] = field(default_factory=dict)
+    registrations: list[Registration] = field(default_factory=list)
+
+    @property
+    def is_staff(self) -> bool:
+        return bool(getattr(self.user, "is_staff", False))
+
+    def bottles_in(self, alias: str) -> set[uuid.UUID]:
+        return self.dbs.get(alias, set())
+
+    def all_bottle_ids(self) -> set[uuid.UUID]:
+        return set().union(*self.dbs.values()) if self.dbs else set()
+
+
+def register(*, user: AbstractBaseUser, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
+    try:
+        with transaction.atomic(using=GLOBAL):
+            return Registration.objects.get_or_create(
+                user=user,
+                bottle_id=bottle.id,
+                defaults={
+                    "name": bottle.name,
+                    "display_name": bottle.display_name,
+                    "scope": bottle.scope,
+                    "directory": bottle.directory,
+                    "db_path": str(db_path) if db_path else "",
+                },
+            )
+    except IntegrityError:  # another process registered it between our read and write
+        return Registration.objects.get(user=user, bottle_id=bottle.id), False
+
+
+def registration_alias(registration: Registration) -> str | None:
+    """The alias of a registered bottle's database, or None when its file is gone (unlinked)."""
+    if registration.scope == Bottle.SCOPE_GLOBAL:
+        return GLOBAL
+    path = Path(registration.db_path)
+    if not path.is_file():
+        return None
+    return open_local(path)
+
+
+def reach_for(caller: Caller) -> Reach:
+    local = find_local_db(caller.workdir)
+    current = GLOBAL
+    if local is not None:
+        current = open_local(local)
+    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local)
+    reach.dbs[current] = set()
+    if local is not None and caller.transport == "stdio" and has_schema(local):
+        for bottle in Bottle.objects.using(current):
+            register(user=caller.user, bottle=bottle, db_path=local)
+    reach.registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
+    for registration in reach.registrations:
+        alias = registration_alias(registration)
+        if alias is not None:
+            reach.dbs.setdefault(alias, set()).add(registration.bottle_id)
+    return reach
+
+
+def _scoped(model: type[models.Model], alias: str, bottles: set[uuid.UUID]) -> models.QuerySet:
+    manager = model._default_manager.using(alias)
+    if model is Bottle:
+        return manager.filter(id__in=bottles)
+    if model is Prescription:
+        return manager.filter(bottle_id__in=bottles, deleted_at__isnull=True)
+    if model is Pill:
+        return manager.filter(prescription__bottle_id__in=bottles, deleted_at__isnull=True)
+    raise TypeError(model)
+
+
+def prefix_range(digits: str) -> tuple[uuid.UUID, uuid.UUID]:
+    """Every UUID starting with ``digits`` lies in this range; a range query uses the primary key index."""
+    return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
+
+
+def match_prefix(queryset: models.QuerySet, raw_id: str, *, noun: str, field: str = "id") -> models.Model | None:
+    """The one row of ``queryset`` whose id starts with ``raw_id``; None if none; AmbiguousId if several."""
+    digits = ids.normalise(raw_id, field)
+    low, high = prefix_range(digits)
+    matches = list(queryset.filter(id__gte=low, id__lte=high).order_by("id")[:10])
+    if len(matches) > 1:
+        raise AmbiguousId(
+            f"The id prefix {digits} matches several {noun}s; give more digits.",
+            **{field: raw_id.strip(), "candidates": ", ".join(ids.distinguishing([m.id for m in matches]))},
+        )
+    return matches[0] if matches else None
+
+
+def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, field: str = "id",
+           hint: str = "") -> tuple[models.Model, str]:
+    """Find a reachable record by id or prefix: the current database first, then every registered one."""
+    for alias, bottles in reach.dbs.items():
+        if not bottles:
+            continue
+        found = match_prefix(_scoped(model, alias, bottles), raw_id, noun=noun, field=field)
+        if found is not None:
+            return found, alias
+    ids.normalise(raw_id, field)
+    raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})

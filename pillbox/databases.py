@@ -1,0 +1,120 @@
+"""Where a bottle's data lives, and how its database is opened.
+
+The global database is Django's ``default``. Each local bottle lives in ``<directory>/.pillbox/pillbox.db``,
+opened on demand as a database alias of its own (``bottle:<path>``) with the same SQLite options as the
+global one, and given its schema by the same migrations the first time it is created. The nearest
+``.pillbox/pillbox.db`` at or above the working directory is the current local database, the way git
+finds ``.git``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from functools import cache
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
+
+from config.bootstrap import file_lock
+from pillbox.exceptions import IncompatibleDb
+from pillbox.routers import LOCAL_ALIAS_PREFIX
+
+GLOBAL = "default"
+DB_DIR = ".pillbox"
+DB_NAME = "pillbox.db"
+
+_schema_checked: set[str] = set()
+
+
+def db_file(directory: Path) -> Path:
+    return directory / DB_DIR / DB_NAME
+
+
+def global_db_file() -> Path | None:
+    db = settings.DATABASES[GLOBAL]
+    return Path(db["NAME"]).resolve() if db["ENGINE"].endswith("sqlite3") else None
+
+
+def find_local_db(workdir: Path | None) -> Path | None:
+    """The nearest ``.pillbox/pillbox.db`` at or above ``workdir`` that is not the global database."""
+    if workdir is None:
+        return None
+    start = workdir.resolve()
+    home = Path.home().resolve()
+    stop = home if start.is_relative_to(home) else Path(start.anchor)
+    global_file = global_db_file()
+    for directory in (start, *start.parents):
+        candidate = db_file(directory)
+        if candidate.is_file() and candidate.resolve() != global_file:
+            return candidate.resolve()
+        if directory == stop:
+            break
+    return None
+
+
+@cache
+def known_migrations() -> frozenset[str]:
+    folder = Path(__file__).resolve().parent / "migrations"
+    return frozenset(p.stem for p in folder.glob("[0-9]*.py"))
+
+
+def alias_for(path: Path) -> str:
+    alias = LOCAL_ALIAS_PREFIX + str(path)
+    if alias not in connections.settings:
+        # configure_settings fills in the defaults Django expects, and insists on a "default" key.
+        connections.settings[alias] = connections.configure_settings({"default": _sqlite_settings(path)})["default"]
+    return alias
+
+
+def _sqlite_settings(path: Path) -> dict:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": dict(settings.SQLITE_OPTIONS),
+        # A local agent's process keeps its project's database open between tool calls.
+        "CONN_MAX_AGE": None,
+    }
+
+
+def applied_migrations(path: Path) -> set[str] | None:
+    """Names of the pillbox migrations recorded in the file, or None when it has no schema at all."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as conn:
+            rows = conn.execute("SELECT name FROM django_migrations WHERE app = 'pillbox'").fetchall()
+    except sqlite3.DatabaseError:
+        return None
+    return {name for (name,) in rows}
+
+
+def has_schema(path: Path) -> bool:
+    return bool(applied_migrations(path))
+
+
+def open_local(path: Path, *, create: bool = False) -> str:
+    """The alias of the local database at ``path``, brought up to the current schema.
+
+    A file written by a newer schema is refused rather than touched; an older one is migrated forward
+    (migrations only add), so opening an existing file never loses data.
+    """
+    alias = alias_for(path)
+    if alias in _schema_checked:
+        return alias
+    applied = applied_migrations(path) if path.exists() else None
+    if applied and applied - known_migrations():
+        raise IncompatibleDb(
+            "This bottle database was written by a newer version of Pillbox; upgrade Pillbox to use it.",
+            db_path=str(path),
+        )
+    if applied is None and not create:
+        return alias
+    if applied is None or known_migrations() - applied:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(path.parent / "migrate.lock"):
+            applied = applied_migrations(path) or set()
+            if known_migrations() - applied:
+                call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
+    _schema_checked.add(alias)
+    return alias

@@ -1,0 +1,294 @@
+"""Writes: every change to bottles, prescriptions, pills and capsules goes through here.
+
+Each service runs in one IMMEDIATE transaction on the database that holds the record, so its id is
+chosen (pillbox.ids) while no other writer can interleave.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from pillbox import ids
+from pillbox.access import Reach, locate, match_prefix, register
+from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local
+from pillbox.exceptions import (
+    AlreadyExists,
+    CircularLink,
+    DbNotFound,
+    NoBottleInDb,
+    NotFound,
+    PrescriptionRequired,
+    ValidationFailed,
+)
+from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+REOPEN_HINT = "prescription_reopen reopens it"
+
+
+def slugify(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", folded).strip("-")[:255] or "my-project"
+
+
+def _check_slug(name: str) -> None:
+    if not SLUG.fullmatch(name):
+        suggestion = slugify(name)
+        raise ValidationFailed(
+            f"name must be a slug (lowercase letters, digits and single hyphens); try {suggestion!r}.",
+            name=f"must be a slug like {suggestion!r}, got {name!r}",
+        )
+
+
+def _remote_refusal(reach: Reach, action: str) -> ValidationFailed | None:
+    caller = reach.caller
+    if caller.transport == "stdio":
+        return None
+    if not reach.is_staff or caller.workdir is None:
+        return ValidationFailed(
+            f"Remote agents cannot {action} on this server's file system; use scope: \"global\".",
+            scope="local bottles and linked directories are only for agents on the server's own machine",
+        )
+    return None
+
+
+def _workdir(reach: Reach) -> Path:
+    workdir = reach.caller.workdir
+    if workdir is None:
+        raise ValidationFailed("There is no working directory; use scope: \"global\".", scope="local needs a directory")
+    return workdir.resolve()
+
+
+def _exclude_from_git(directory: Path) -> None:
+    """Keep the bottle database out of commits when the project is a git work tree."""
+    for parent in (directory, *directory.parents):
+        dot_git = parent / ".git"
+        if dot_git.is_dir():
+            git_dir = dot_git
+        elif dot_git.is_file():
+            text = dot_git.read_text(errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return
+            git_dir = (parent / text.removeprefix("gitdir:").strip()).resolve()
+        else:
+            continue
+        exclude = git_dir / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        lines = exclude.read_text().splitlines() if exclude.exists() else []
+        entry = "/" + str((directory / ".pillbox").relative_to(parent)) + "/"
+        if entry not in lines and ".pillbox/" not in lines:
+            with exclude.open("a") as handle:
+                handle.write(("\n" if lines and lines[-1] else "") + entry + "\n")
+        return
+
+
+def _new_bottle(alias: str, *, name: str, display_name: str, directory: Path, scope: str) -> Bottle:
+    with transaction.atomic(using=alias):
+        new_id, _ = ids.next_id(Bottle, alias)
+        return Bottle.objects.using(alias).create(
+            id=new_id, name=name, display_name=display_name, directory=str(directory), scope=scope,
+            created_at=timezone.now(),
+        )
+
+
+def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> Bottle:
+    _check_slug(name)
+    if Registration.objects.filter(user=reach.user, name=name).exists():
+        raise AlreadyExists(f"You already have a bottle named {name}; pick another name.", name=name)
+    if scope == Bottle.SCOPE_GLOBAL:
+        directory = Path(settings.PILLBOX_HOME)
+        bottle = _new_bottle(GLOBAL, name=name, display_name=display_name, directory=directory, scope=scope)
+        register(user=reach.user, bottle=bottle, db_path=None)
+        return bottle
+    if refusal := _remote_refusal(reach, "create local bottles"):
+        raise refusal
+    directory = _workdir(reach)
+    if directory == Path.home().resolve():
+        raise ValidationFailed(
+            "A local bottle cannot live in the home directory itself; run from a project directory or use "
+            "scope: \"global\".",
+            directory=str(directory),
+        )
+    path = db_file(directory)
+    if path.resolve() == global_db_file():
+        raise ValidationFailed("That directory holds the global database; use scope: \"global\".", directory=str(directory))
+    alias = open_local(path, create=True)
+    with transaction.atomic(using=alias):
+        existing = Bottle.objects.using(alias).first()
+        if existing is not None:
+            raise AlreadyExists(
+                f"This directory already holds the bottle {existing.name}; use bottle_vinculate to link it.",
+                directory=str(directory), bottle_id=ids.short(existing.id),
+            )
+        new_id, _ = ids.next_id(Bottle, alias)
+        bottle = Bottle.objects.using(alias).create(
+            id=new_id, name=name, display_name=display_name, directory=str(directory), scope=scope,
+            created_at=timezone.now(),
+        )
+    register(user=reach.user, bottle=bottle, db_path=path)
+    _exclude_from_git(directory)
+    return bottle
+
+
+def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Registration, bool]:
+    """Link an existing local bottle database into the caller's registry; True when newly linked."""
+    if refusal := _remote_refusal(reach, "link directories"):
+        raise refusal
+    base = _workdir(reach)
+    target = (base / Path(directory).expanduser()).resolve() if directory else base
+    path = db_file(target)
+    global_file = global_db_file()
+    if global_file is not None and (path.resolve() == global_file or (target / "pillbox.db").resolve() == global_file):
+        raise CircularLink("That directory holds the global database, which is always linked.", directory=str(target))
+    if not path.is_file():
+        raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
+    if not has_schema(path):
+        raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    alias = open_local(path)
+    bottle = Bottle.objects.using(alias).order_by("id").first()
+    if bottle is None:
+        raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    registration, created = register(user=reach.user, bottle=bottle, db_path=path)
+    return bottle, registration, created
+
+
+def prescription_open(*, reach: Reach, bottle_id: str, title: str, author_name: str, author_email: str) -> Prescription:
+    bottle, alias = locate(reach, Bottle, bottle_id, noun="bottle", field="bottle_id", hint="; bottle_list lists yours")
+    with transaction.atomic(using=alias):
+        new_id, _ = ids.next_id(Prescription, alias)
+        return Prescription.objects.using(alias).create(
+            id=new_id, bottle=bottle, title=title, author_name=author_name, author_email=author_email,
+            started_at=timezone.now(),
+        )
+
+
+def prescription_close(*, reach: Reach, prescription_id: str) -> Prescription:
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription")
+    if prescription.ended_at is None:
+        prescription.ended_at = timezone.now()
+        Prescription.objects.using(alias).filter(pk=prescription.pk, ended_at__isnull=True).update(
+            ended_at=prescription.ended_at
+        )
+        prescription.refresh_from_db(using=alias)
+    return prescription
+
+
+def prescription_reopen(*, reach: Reach, prescription_id: str) -> Prescription:
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription")
+    if prescription.ended_at is not None:
+        Prescription.objects.using(alias).filter(pk=prescription.pk).update(ended_at=None)
+        prescription.ended_at = None
+    return prescription
+
+
+def prescription_discard(*, reach: Reach, prescription_id: str) -> tuple[Prescription, int]:
+    """Soft-delete a prescription with all its pills (and close it); returns how many pills went with it."""
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription")
+    now = timezone.now()
+    with transaction.atomic(using=alias):
+        count = Pill.objects.using(alias).alive().filter(prescription=prescription).update(deleted_at=now)
+        Prescription.objects.using(alias).filter(pk=prescription.pk).update(
+            deleted_at=now, ended_at=prescription.ended_at or now
+        )
+    return prescription, count
+
+
+def _open_prescription(reach: Reach, prescription_id: str) -> tuple[Prescription, str]:
+    try:
+        prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription",
+                                     field="prescription_id")
+    except NotFound:
+        raise PrescriptionRequired(
+            f"No prescription has the id {prescription_id.strip()}; open one with prescription_open.",
+            prescription_id=prescription_id.strip(),
+        ) from None
+    if prescription.ended_at is not None:
+        raise PrescriptionRequired(
+            f"The prescription {ids.short(prescription.id)} is closed; {REOPEN_HINT}, or open a new one.",
+            prescription_id=ids.short(prescription.id),
+        )
+    return prescription, alias
+
+
+def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, compound: str,
+               author_name: str, author_email: str) -> Pill:
+    prescription, alias = _open_prescription(reach, prescription_id)
+    now = timezone.now()
+    with transaction.atomic(using=alias):
+        new_id, seq = ids.next_id(Pill, alias)
+        return Pill.objects.using(alias).create(
+            id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
+            author_name=author_name, author_email=author_email, created_at=now, updated_at=now,
+        )
+
+
+def _pill_in_open_prescription(reach: Reach, pill_id: str) -> tuple[Pill, str]:
+    pill, alias = locate(reach, Pill, pill_id, noun="pill")
+    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
+    if prescription.ended_at is not None:
+        raise PrescriptionRequired(
+            f"The pill's prescription {ids.short(prescription.id)} is closed; {REOPEN_HINT} before changing it.",
+            prescription_id=ids.short(prescription.id),
+        )
+    return pill, alias
+
+
+def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str]) -> Pill:
+    pill, alias = _pill_in_open_prescription(reach, pill_id)
+    for name, value in changes.items():
+        setattr(pill, name, value)
+    pill.updated_at = timezone.now()
+    pill.save(using=alias, update_fields=[*changes, "updated_at"])
+    return pill
+
+
+def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
+    pill, alias = _pill_in_open_prescription(reach, pill_id)
+    pill.deleted_at = timezone.now()
+    pill.save(using=alias, update_fields=["deleted_at"])
+    return pill
+
+
+def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> Capsule:
+    now = timezone.now()
+    with transaction.atomic(using=GLOBAL):
+        new_id, seq = ids.next_id(Capsule, GLOBAL)
+        return Capsule.objects.create(
+            id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,
+            created_at=now, updated_at=now,
+        )
+
+
+def capsule_find(*, reach: Reach, capsule_id: str) -> Capsule:
+    found = match_prefix(Capsule.objects.alive().filter(owner=reach.user), capsule_id, noun="capsule")
+    if found is None:
+        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
+    return found
+
+
+def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) -> Capsule:
+    capsule = capsule_find(reach=reach, capsule_id=capsule_id)
+    for name, value in changes.items():
+        setattr(capsule, name, value)
+    capsule.updated_at = timezone.now()
+    capsule.save(update_fields=[*changes, "updated_at"])
+    return capsule
+
+
+def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
+    capsule = capsule_find(reach=reach, capsule_id=capsule_id)
+    capsule.deleted_at = timezone.now()
+    capsule.save(update_fields=["deleted_at"])
+    return capsule
+
+
+def count_view(model: type, alias: str, pk: object) -> None:
+    """Reads are counted for people (never shown to agents)."""
+    model._default_manager.using(alias).filter(pk=pk).update(views=F("views") + 1)

@@ -1,0 +1,182 @@
+"""How Pillbox answers an agent: plain `key: value` text, blank lines between records, no JSON.
+
+Every function here is pure: it formats what the selectors and services already fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+
+from pillbox.exceptions import PillboxError
+from pillbox.ids import short
+from pillbox.models import Bottle, Capsule, Pill, Prescription
+from pillbox.search import Found
+from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
+
+CONTEXT_SNIPPET = 300
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def day(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d")
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def lines(pairs: Iterable[tuple[str, object]]) -> str:
+    return "\n".join(f"{key}: {value}" for key, value in pairs)
+
+
+def author(name: str, email: str) -> str:
+    if name and email:
+        return f"{name} <{email}>"
+    return name or email
+
+
+def error(exc: PillboxError) -> str:
+    return lines([("error", exc.code), ("message", exc.message), *exc.fields.items()])
+
+
+def bottle_created(bottle: Bottle) -> str:
+    return lines([
+        ("id", short(bottle.id)), ("name", bottle.name), ("display_name", bottle.display_name),
+        ("directory", bottle.directory), ("scope", bottle.scope),
+    ])
+
+
+def bottle_context(context: BottleContext) -> str:
+    if not context.prescriptions:
+        return "No prescriptions found."
+    blocks = []
+    for rx in context.prescriptions:
+        dates = day(rx.started_at) if rx.ended_at is None else f"{day(rx.started_at)} → {day(rx.ended_at)}"
+        status = "open" if rx.ended_at is None else "closed"
+        blocks.append(f"id: {short(rx.id)}\n[{status}] {rx.title}  {dates}  {plural(rx.live_pills, 'pill')}")
+    return "\n\n".join(blocks) + f"\n\n---\nprescriptions: {context.total}"
+
+
+def bottle_list(bottles: list[ListedBottle]) -> str:
+    if not bottles:
+        return "No bottles registered."
+    blocks = [f"Bottles ({len(bottles)})"]
+    for item in bottles:
+        entry = item.registration
+        mark = "●" if item.linked else "○"
+        tail = "" if item.linked else " [unlinked]"
+        blocks.append(
+            f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n  {entry.directory}"
+        )
+    return "\n\n".join(blocks)
+
+
+def bottle_linked(bottle: Bottle, db_path: str, created: bool) -> str:
+    return lines([
+        ("status", "linked" if created else "already_linked"), ("bottle_id", short(bottle.id)),
+        ("name", bottle.name), ("display_name", bottle.display_name), ("db_path", db_path),
+    ])
+
+
+def prescription_opened(rx: Prescription) -> str:
+    return lines([("id", short(rx.id)), ("title", rx.title), ("started_at", iso(rx.started_at))])
+
+
+def prescription_closed(rx: Prescription) -> str:
+    pairs: list[tuple[str, object]] = [("id", short(rx.id)), ("title", rx.title), ("started_at", iso(rx.started_at))]
+    if rx.ended_at is not None:
+        pairs.append(("ended_at", iso(rx.ended_at)))
+    return lines(pairs)
+
+
+def prescription(rx: Prescription) -> str:
+    pairs: list[tuple[str, object]] = [
+        ("id", short(rx.id)), ("title", rx.title), ("status", "open" if rx.ended_at is None else "closed"),
+        ("started_at", iso(rx.started_at)),
+    ]
+    if rx.ended_at is not None:
+        pairs.append(("ended_at", iso(rx.ended_at)))
+    if who := author(rx.author_name, rx.author_email):
+        pairs.append(("author", who))
+    return lines(pairs)
+
+
+def flattened(content: str, width: int = CONTEXT_SNIPPET) -> str:
+    one_line = content.replace("\r\n", "\n").replace("\n", "\\n")
+    return one_line if len(one_line) <= width else one_line[:width] + "…"
+
+
+def prescription_context(context: PrescriptionContext | None) -> str:
+    if context is None:
+        return ""
+    rx = context.prescription
+    if rx.ended_at is None:
+        header = f"[open] {rx.title}  started: {day(rx.started_at)}"
+    else:
+        header = f"[closed] {rx.title}  started: {day(rx.started_at)} → {day(rx.ended_at)}"
+    blocks = [f"id: {short(rx.id)}\n{header}"]
+    blocks += [
+        f"  id: {short(pill.id)} [{pill.compound}] {pill.title}\n  {flattened(pill.content)}" for pill in context.pills
+    ]
+    return "\n\n".join(blocks) + f"\n\n---\npills: {context.total}"
+
+
+def prescription_discarded(rx: Prescription, count: int) -> str:
+    return f"Prescription {short(rx.id)} discarded with its {plural(count, 'pill')}."
+
+
+def pill_stored(pill: Pill | Capsule) -> str:
+    return lines([("id", short(pill.id)), ("title", pill.title), ("compound", pill.compound)])
+
+
+def pill_revised(pill: Pill | Capsule) -> str:
+    return lines([("id", short(pill.id)), ("compound", pill.compound), ("title", pill.title)])
+
+
+def discarded(record: Pill | Capsule) -> str:
+    assert record.deleted_at is not None
+    return lines([("id", short(record.id)), ("deleted_at", iso(record.deleted_at))])
+
+
+def pill(record: Pill) -> str:
+    pairs: list[tuple[str, object]] = [
+        ("id", short(record.id)), ("prescription", short(record.prescription_id)),
+        ("created", iso(record.created_at)), ("compound", record.compound), ("title", record.title),
+    ]
+    if who := author(record.author_name, record.author_email):
+        pairs.append(("author", who))
+    return lines(pairs) + f"\ncontent:\n{record.content}"
+
+
+def capsule(record: Capsule) -> str:
+    pairs = [("id", short(record.id)), ("created", iso(record.created_at)), ("compound", record.compound),
+             ("title", record.title)]
+    return lines(pairs) + f"\ncontent:\n{record.content}"
+
+
+def compounds(rows: list[tuple[str, int]]) -> str:
+    if not rows:
+        return "No compounds found."
+    return "\n".join(f"- {name} ({count})" for name, count in rows)
+
+
+def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str] | None) -> str:
+    if not found.hits:
+        return f"No {noun}s found."
+    header = f"Found {plural(found.total, noun)}"
+    if found.total > len(found.hits):
+        header += f" (showing {len(found.hits)})"
+    if found.used_fuzzy:
+        header += "\nused_fuzzy: true"
+    blocks = [header]
+    for hit in found.hits:
+        pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", hit.compound), ("title", hit.title)]
+        if bottle_names is not None:
+            pairs.append(("bottle", bottle_names.get(hit.bottle_id, short(hit.bottle_id) if hit.bottle_id else "")))
+        pairs.append(("snippet", hit.snippet))
+        blocks.append(lines(pairs))
+    return "\n\n".join(blocks)

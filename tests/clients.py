@@ -1,0 +1,57 @@
+"""Real MCP clients for end-to-end tests: the SDK's own client over Streamable HTTP and over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import StdioServerParameters
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    return asyncio.run(awaitable)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def http_client(url: str, *, key: str | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            yield client
+
+
+def stdio_params(server: str, *, home: Path, cwd: Path, user: str | None = "alice", **env: str) -> StdioServerParameters:
+    args = [str(ROOT / "manage.py"), "mcp", server]
+    if user:
+        args += ["--user", user]
+    environment = {**os.environ, "PILLBOX_HOME": str(home), "HOME": str(home), "PYTHONUNBUFFERED": "1", **env}
+    environment.pop("DATABASE_URL", None)
+    environment.pop("PILLBOX_ROOT", None)
+    return StdioServerParameters(command=sys.executable, args=args, cwd=str(cwd), env=environment)
+
+
+@asynccontextmanager
+async def stdio_client(server: str, *, home: Path, cwd: Path, user: str | None = "alice", mode: str = "legacy",
+                       **env: str) -> AsyncIterator[Client]:
+    async with Client(stdio_params(server, home=home, cwd=cwd, user=user, **env), mode=mode) as client:
+        yield client
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+
+def json_of(result: Any) -> Any:
+    return json.loads(text_of(result))

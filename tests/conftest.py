@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from accounts.services import account_for, apikey_create, user_get_or_create
+
+
+@dataclass
+class Person:
+    user: object
+    uid: str
+    key: str
+
+
+def make_person(username: str, *, staff: bool = False) -> Person:
+    user = user_get_or_create(username=username, staff=staff)
+    _, key = apikey_create(user=user)
+    return Person(user=user, uid=account_for(user).uid, key=key)
+
+
+@pytest.fixture
+def alice(transactional_db) -> Person:
+    return make_person("alice")
+
+
+@pytest.fixture
+def bob(transactional_db) -> Person:
+    return make_person("bob")
+
+
+@pytest.fixture
+def operator(transactional_db) -> Person:
+    return make_person("operator", staff=True)
