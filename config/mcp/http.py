@@ -204,7 +204,8 @@ class McpEndpoint:
         reply = await self._legacy_one(request, caller, decoded, version)
         if reply is None:
             return HttpResponse(status=202)
-        return _json(reply, status=400 if reply.get("id") is None and "error" in reply else 200)
+        unreadable = reply.get("error", {}).get("code") == types.INVALID_REQUEST
+        return _json(reply, status=400 if unreadable else 200)
 
     async def _legacy_one(
         self, request: HttpRequest, caller: Caller, item: Any, version: str
