@@ -9,7 +9,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import anyio
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -37,6 +42,45 @@ def tool_listing(tool: Tool) -> types.Tool:
             open_world_hint=False,
         ),
     )
+
+
+ROOTS_TIMEOUT = 5
+
+
+@dataclass
+class StdioState:
+    """A stdio process's one caller; its working directory may be replaced by the client's first root."""
+
+    caller: Caller
+    roots_checked: bool = False
+
+
+def _file_root(uri: str) -> Path | None:
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return None
+    path = Path(unquote(parts.path))
+    return path if path.is_dir() else None
+
+
+async def resolve_caller(ctx: Any) -> Caller:
+    state = ctx.lifespan_context
+    if not isinstance(state, StdioState):
+        return state
+    if not state.roots_checked:
+        state.roots_checked = True
+        if ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
+            try:
+                with anyio.fail_after(ROOTS_TIMEOUT):
+                    roots = (await ctx.session.list_roots()).roots
+            except Exception:  # a client that declares roots but cannot list them keeps the process directory
+                logger.warning("the client declared roots but did not list them", exc_info=True)
+                roots = []
+            for root in roots:
+                if (path := _file_root(str(root.uri))) is not None:
+                    state.caller = replace(state.caller, workdir=path)
+                    break
+    return state.caller
 
 
 def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, Any]) -> ToolReply:
@@ -73,7 +117,7 @@ def build_server(
         tool = toolset.by_name.get(params.name)
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        caller: Caller = ctx.lifespan_context
+        caller = await resolve_caller(ctx)
         reply = await run(toolset, tool, caller, dict(params.arguments or {}))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=reply.text)],

@@ -5,12 +5,12 @@ from __future__ import annotations
 import anyio
 from mcp.server.stdio import stdio_server
 
-from config.mcp.server import build_server, fixed_lifespan
+from config.mcp.server import StdioState, build_server, fixed_lifespan
 from config.mcp.tools import Caller, ToolSet
 
 
 def serve_stdio(toolset: ToolSet, caller: Caller) -> None:
-    server = build_server(toolset, lifespan=fixed_lifespan(caller))
+    server = build_server(toolset, lifespan=fixed_lifespan(StdioState(caller)))
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -1,0 +1,28 @@
+"""A stdio client that declares MCP roots puts Pillbox in its first file:// root."""
+
+from __future__ import annotations
+
+import mcp_types as types
+from mcp.client import Client
+
+from tests.clients import run, stdio_params, text_of
+
+
+def test_the_first_file_root_is_the_working_directory(tmp_path):
+    home, launched_in, project = tmp_path / "home", tmp_path / "elsewhere", tmp_path / "project"
+    for folder in (home, launched_in, project):
+        folder.mkdir()
+
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=(tmp_path / "gone").as_uri()),
+                                            types.Root(uri=project.as_uri())])
+
+    async def scenario() -> str:
+        params = stdio_params("pillbox", home=home, cwd=launched_in)
+        async with Client(params, mode="legacy", list_roots_callback=roots) as client:
+            return text_of(await client.call_tool("bottle_create", {"name": "rooted", "display_name": "Rooted"}))
+
+    text = run(scenario())
+    assert f"directory: {project}" in text
+    assert (project / ".pillbox" / "pillbox.db").is_file()
+    assert not (launched_in / ".pillbox").exists()
