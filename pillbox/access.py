@@ -17,7 +17,7 @@ from django.db import IntegrityError, models, transaction
 from config.mcp.tools import Caller
 from pillbox import ids
 from pillbox.databases import GLOBAL, alias_for, find_local_db, has_schema, open_local
-from pillbox.exceptions import AmbiguousId, NotFound
+from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound
 from pillbox.models import Bottle, Pill, Prescription, Registration
 
 
@@ -82,7 +82,10 @@ def reach_for(caller: Caller) -> Reach:
             register(user=caller.user, bottle=bottle, db_path=local)
     reach.registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
     for registration in reach.registrations:
-        alias = registration_alias(registration)
+        try:
+            alias = registration_alias(registration)
+        except IncompatibleDb:  # a newer Pillbox wrote that file: leave it alone, the others still work
+            continue
         if alias is not None:
             reach.dbs.setdefault(alias, set()).add(registration.bottle_id)
     return reach

@@ -1,0 +1,100 @@
+"""Where the data lives: local files, their schema, git, the home directory."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+
+from tests.clients import run, stdio_client, text_of
+
+
+def _bottle(home, project, name="proj"):
+    async def scenario():
+        async with stdio_client("pillbox", home=home, cwd=project) as client:
+            return text_of(await client.call_tool("bottle_create", {"name": name, "display_name": name.title()}))
+
+    return run(scenario())
+
+
+def _call(home, cwd, tool, args=None):
+    async def scenario():
+        async with stdio_client("pillbox", home=home, cwd=cwd) as client:
+            result = await client.call_tool(tool, args or {})
+            return result.is_error, text_of(result)
+
+    return run(scenario())
+
+
+def test_a_local_bottle_in_a_git_work_tree_is_excluded_from_commits(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    _bottle(home, project)
+    exclude = (project / ".git" / "info" / "exclude").read_text()
+    assert "/.pillbox/" in exclude.splitlines()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project,
+                            capture_output=True, text=True, check=True).stdout
+    assert ".pillbox" not in status
+
+
+def test_a_subdirectory_finds_the_projects_database(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / "src" / "deep").mkdir(parents=True)
+    created = _bottle(home, project)
+    bottle = re.search(r"^id: (\w+)$", created, re.M).group(1)
+    failed, text = _call(home, project / "src" / "deep", "bottle_context", {"bottle_id": bottle})
+    assert not failed and text == "No prescriptions found."
+
+
+def test_a_local_bottle_in_the_home_directory_itself_is_refused(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    failed, text = _call(home, home, "bottle_create", {"name": "home", "display_name": "Home"})
+    assert failed and text.startswith("error: validation_error")
+    assert not (home / ".pillbox").exists()
+
+
+def test_the_global_database_is_never_taken_for_a_local_one(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    # PILLBOX_HOME = HOME/.pillbox makes the global file look exactly like a project's local database.
+    async def scenario():
+        async with stdio_client("pillbox", home=home, cwd=home, PILLBOX_HOME=str(home / ".pillbox")) as client:
+            return text_of(await client.call_tool("bottle_create", {"name": "g", "display_name": "G",
+                                                                    "scope": "global"}))
+
+    created = run(scenario())
+    assert "scope: global" in created
+    assert f"directory: {home / '.pillbox'}" in created
+
+
+def test_a_database_written_by_a_newer_schema_is_refused(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    _bottle(home, project)
+    db = project / ".pillbox" / "pillbox.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('pillbox', '9999_future', '2030-01-01')")
+        before = conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0]
+    failed, text = _call(home, project, "bottle_list")
+    assert failed and text.startswith("error: incompatible_db")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0] == before
+
+
+def test_an_older_database_is_migrated_forward_without_losing_data(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    _bottle(home, project)
+    db = project / ".pillbox" / "pillbox.db"
+    with sqlite3.connect(db) as conn:
+        # Forget the full-text migration, as a file made before it existed would.
+        conn.execute("DELETE FROM django_migrations WHERE app = 'pillbox' AND name = '0002_fulltext'")
+        conn.execute("DROP TABLE pillbox_pill_fts")
+    failed, text = _call(home, project, "bottle_list")
+    assert not failed and "● Proj [local]" in text
+    with sqlite3.connect(db) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM django_migrations WHERE app = 'pillbox'")}
+        assert "0002_fulltext" in names
+        assert conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0] == 1
