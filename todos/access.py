@@ -20,6 +20,11 @@ LINK_SALT = "todos.list-link"
 LIST_PATH = "/list"
 
 
+def _signer() -> signing.Signer:
+    # No timestamp: a link lives until the user's keys are revoked, so the same user gets the same link.
+    return signing.Signer(salt=LINK_SALT)
+
+
 def list_url(*, user: AbstractBaseUser, presented_uid: str | None = None, presented_key: str | None = None) -> str:
     account_for(user)
     # Read afresh: a stdio process keeps its user for hours, and revokekeys may have bumped the epoch since.
@@ -27,7 +32,7 @@ def list_url(*, user: AbstractBaseUser, presented_uid: str | None = None, presen
     if presented_key and presented_uid == account.uid:
         query = {"uid": account.uid, "key": presented_key}
     else:
-        query = {"t": signing.dumps([account.uid, account.link_epoch], salt=LINK_SALT, compress=False)}
+        query = {"t": _signer().sign_object([account.uid, account.link_epoch])}
     return f"{settings.SITE_URL}{LIST_PATH}?{urlencode(query)}"
 
 
@@ -36,7 +41,7 @@ def list_link_user(token: str) -> AbstractBaseUser | None:
     if len(token) > 500:
         return None
     try:
-        payload = signing.loads(token, salt=LINK_SALT)
+        payload = _signer().unsign_object(token)
     except signing.BadSignature:
         return None
     if not (isinstance(payload, list) and len(payload) == 2):

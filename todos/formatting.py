@@ -11,8 +11,17 @@ from todos.selectors import Usage
 from todos.timestamps import format_instant
 
 TODO_KEYS = (
-    "id", "uid", "name", "description", "priority", "createdAt", "updatedAt",
-    "completedAt", "deletedAt", "deadlineAt", "links",
+    "id",
+    "uid",
+    "name",
+    "description",
+    "priority",
+    "createdAt",
+    "updatedAt",
+    "completedAt",
+    "deletedAt",
+    "deadlineAt",
+    "links",
 )
 
 

@@ -35,7 +35,9 @@ class Todo(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
-    links = models.JSONField(default=list, blank=True, help_text="Ids of related todos (sub-tasks point at their root).")
+    links = models.JSONField(
+        default=list, blank=True, help_text="Ids of related todos (sub-tasks point at their root)."
+    )
 
     # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
     objects = TodoQuerySet.as_manager()

@@ -19,9 +19,7 @@ from todos.models import Priority, Todo
 ONE_TICK = timedelta(microseconds=1)
 
 
-def todo_field_problems(
-    *, key: str, name: str, description: str, priority: str, links: Sequence[str]
-) -> list[str]:
+def todo_field_problems(*, key: str, name: str, description: str, priority: str, links: Sequence[str]) -> list[str]:
     problems = [
         rules.id_problem(key),
         rules.text_problem("name", name, low=1, high=rules.NAME_MAX),

@@ -49,8 +49,19 @@ TODO_SCHEMA: dict[str, Any] = {
         "deadlineAt": NULLABLE_INSTANT,
         "links": {"type": "array", "items": {"type": "string"}},
     },
-    "required": ["id", "uid", "name", "description", "priority", "createdAt", "updatedAt",
-                 "completedAt", "deletedAt", "deadlineAt", "links"],
+    "required": [
+        "id",
+        "uid",
+        "name",
+        "description",
+        "priority",
+        "createdAt",
+        "updatedAt",
+        "completedAt",
+        "deletedAt",
+        "deadlineAt",
+        "links",
+    ],
     "additionalProperties": False,
 }
 TODO_LIST_SCHEMA: dict[str, Any] = {
@@ -88,13 +99,23 @@ NO_INPUT = _object({})
 ID_INPUT = _object({"id": ID_SCHEMA}, ("id",))
 PUT_INPUT = _object(
     {
-        "id": {**ID_SCHEMA, "description": "Unique among your todos: a descriptive kebab-case id such as "
-               "`remodel-basement`. A todo with this id is replaced entirely (and restored if it was deleted)."},
+        "id": {
+            **ID_SCHEMA,
+            "description": "Unique among your todos: a descriptive kebab-case id such as "
+            "`remodel-basement`. A todo with this id is replaced entirely (and restored if it was deleted).",
+        },
         "name": {"type": "string", "minLength": 1, "maxLength": rules.NAME_MAX, "description": "A short title."},
-        "description": {"type": "string", "minLength": 0, "maxLength": rules.DESCRIPTION_MAX,
-                        "description": "Details in Markdown; may be empty."},
+        "description": {
+            "type": "string",
+            "minLength": 0,
+            "maxLength": rules.DESCRIPTION_MAX,
+            "description": "Details in Markdown; may be empty.",
+        },
         "priority": {"type": "string", "enum": list(rules.PRIORITIES), "default": "medium"},
-        "completedAt": {"type": ["string", "null"], "description": f"When it was done, or null if pending. {INSTANT_INPUT}"},
+        "completedAt": {
+            "type": ["string", "null"],
+            "description": f"When it was done, or null if pending. {INSTANT_INPUT}",
+        },
         "deadlineAt": {"type": ["string", "null"], "description": f"Due date, or null. {INSTANT_INPUT}"},
         "links": {
             "type": "array",
@@ -114,11 +135,20 @@ LIST_INPUT = _object(
 )
 SEARCH_INPUT = _object(
     {
-        "query": {"type": "string", "minLength": 1, "maxLength": 1000,
-                  "description": "Words to look for in names and descriptions; typos and word fragments are fine."},
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1000,
+            "description": "Words to look for in names and descriptions; typos and word fragments are fine.",
+        },
         "includeCompleted": {"type": "boolean", "default": False, "description": "Also search completed todos."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
-                  "description": "Most results to return."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 20,
+            "description": "Most results to return.",
+        },
     },
     ("query",),
 )
@@ -133,7 +163,9 @@ def _wording(problem: Problem, schema: Mapping[str, Any]) -> str:
     return f"{problem.field} {problem.detail}"
 
 
-def read(schema: Mapping[str, Any], arguments: Any, *, multiline: tuple[str, ...] = ()) -> tuple[Arguments, dict[str, str]]:
+def read(
+    schema: Mapping[str, Any], arguments: Any, *, multiline: tuple[str, ...] = ()
+) -> tuple[Arguments, dict[str, str]]:
     """The arguments with defaults applied and nulls dropped, and one problem sentence per bad field."""
     values, problems = read_arguments(schema, arguments, multiline=multiline)
     found: dict[str, str] = {}
@@ -149,16 +181,19 @@ def read(schema: Mapping[str, Any], arguments: Any, *, multiline: tuple[str, ...
     return values, found
 
 
-def fail_on(problems: Mapping[str, str]) -> None:
+def fail_on(problems: Mapping[str, str], schema: Mapping[str, Any] = NO_INPUT) -> None:
+    """One sentence for every bad field, in the order the schema lists them (unknown arguments last)."""
     if problems:
-        raise ToolFailure("; ".join(problems.values()))
+        order = {name: position for position, name in enumerate(schema.get("properties", {}))}
+        fields = sorted(problems, key=lambda name: order.get(name, len(order)))
+        raise ToolFailure("; ".join(problems[name] for name in fields))
 
 
 def _id_argument(arguments: Any) -> str:
     values, problems = read(ID_INPUT, arguments)
     if "id" in values and (problem := rules.id_problem(values["id"])):
         problems["id"] = problem
-    fail_on(problems)
+    fail_on(problems, ID_INPUT)
     return values["id"]
 
 
@@ -232,10 +267,16 @@ def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
         problems.setdefault("links", "; ".join(link_problems))
     completed_at = _instant(values, "completedAt", problems)
     deadline_at = _instant(values, "deadlineAt", problems)
-    fail_on(problems)
+    fail_on(problems, PUT_INPUT)
     todo = services.todo_put(
-        owner=caller.user, key=values["id"], name=values["name"], description=values["description"],
-        priority=values["priority"], completed_at=completed_at, deadline_at=deadline_at, links=values["links"],
+        owner=caller.user,
+        key=values["id"],
+        name=values["name"],
+        description=values["description"],
+        priority=values["priority"],
+        completed_at=completed_at,
+        deadline_at=deadline_at,
+        links=values["links"],
     )
     return todo_reply(caller, todo)
 
@@ -243,7 +284,7 @@ def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def list_todos(caller: Caller, arguments: Arguments) -> ToolReply:
     values, problems = read(LIST_INPUT, arguments)
-    fail_on(problems)
+    fail_on(problems, LIST_INPUT)
     todos = selectors.todo_list(
         owner=caller.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
     )
@@ -253,7 +294,7 @@ def list_todos(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
     values, problems = read(SEARCH_INPUT, arguments)
-    fail_on(problems)
+    fail_on(problems, SEARCH_INPUT)
     todos = selectors.todo_search(
         owner=caller.user, query=values["query"], include_completed=values["includeCompleted"], limit=values["limit"]
     )
@@ -422,8 +463,11 @@ PROMPTS = (
         title="Start a workspace",
         description="Start a workspace from a premise: create a root todo, show its id, then add the "
         "sub-tasks the user names, each linked to the root.",
-        arguments=(PromptArgument(name="premise", description="The goal of the workspace, e.g. "
-                                  '"we are going to remodel the basement".'),),
+        arguments=(
+            PromptArgument(
+                name="premise", description='The goal of the workspace, e.g. "we are going to remodel the basement".'
+            ),
+        ),
         render=start_workspace,
     ),
 )

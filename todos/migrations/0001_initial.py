@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,24 +14,46 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Todo',
+            name="Todo",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(help_text='The id the agent chose; unique per owner.', max_length=128, verbose_name='id')),
-                ('name', models.CharField(max_length=255)),
-                ('description', models.TextField(blank=True, help_text='Markdown.')),
-                ('priority', models.CharField(choices=[('low', 'Low'), ('medium', 'Medium'), ('high', 'High')], default='medium', max_length=6)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('deleted_at', models.DateTimeField(blank=True, null=True)),
-                ('deadline_at', models.DateTimeField(blank=True, null=True)),
-                ('links', models.JSONField(blank=True, default=list, help_text='Ids of related todos (sub-tasks point at their root).')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='todos', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "key",
+                    models.CharField(
+                        help_text="The id the agent chose; unique per owner.", max_length=128, verbose_name="id"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255)),
+                ("description", models.TextField(blank=True, help_text="Markdown.")),
+                (
+                    "priority",
+                    models.CharField(
+                        choices=[("low", "Low"), ("medium", "Medium"), ("high", "High")], default="medium", max_length=6
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("deleted_at", models.DateTimeField(blank=True, null=True)),
+                ("deadline_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "links",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Ids of related todos (sub-tasks point at their root)."
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="todos", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['owner', 'deleted_at', 'completed_at'], name='todos_todo_owner_state')],
-                'constraints': [models.UniqueConstraint(fields=('owner', 'key'), name='todos_todo_owner_key')],
+                "indexes": [
+                    models.Index(fields=["owner", "deleted_at", "completed_at"], name="todos_todo_owner_state")
+                ],
+                "constraints": [models.UniqueConstraint(fields=("owner", "key"), name="todos_todo_owner_key")],
             },
         ),
     ]

@@ -1,0 +1,157 @@
+"""The Todos MCP server end to end over Streamable HTTP, through the SDK's own client."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+from asgiref.sync import sync_to_async
+from django.core import signing
+from django.core.management import call_command
+
+from accounts.models import Account
+from tests.clients import http_client, run
+from tests.todos import helpers
+from tests.todos.helpers import call, put
+
+
+def limit_setter(user):
+    @sync_to_async
+    def set_limit(limit: int) -> None:
+        Account.objects.filter(user=user).update(max_tasks=limit)
+
+    return set_limit
+
+
+@pytest.fixture
+def site(live_server, settings):
+    # get_list_url builds absolute URLs from SITE_URL: point it at the live server so links can be opened.
+    settings.SITE_URL = live_server.url
+    return live_server.url
+
+
+def test_todos_http_contract(site, alice):
+    async def scenario() -> None:
+        async with http_client(f"{site}/mcp", key=alice.key) as client:
+            await helpers.scenario_listing(client)
+            await helpers.scenario_create_defaults(client, alice.uid)
+            await helpers.scenario_replace(client)
+            await helpers.scenario_list_order(client)
+            await helpers.scenario_not_found_and_extensions(client)
+            await helpers.scenario_usage(client, limit_setter(alice.user))
+            await helpers.scenario_bad_input(client)
+            await helpers.scenario_limit(client, limit_setter(alice.user))
+            await helpers.scenario_search(client)
+            await helpers.scenario_prompt(client)
+
+    run(scenario())
+
+
+def test_todos_http_two_users_with_the_same_ids(site, alice, bob):
+    async def scenario() -> None:
+        async with http_client(f"{site}/mcp", key=alice.key) as a, http_client(f"{site}/mcp", key=bob.key) as b:
+            await helpers.scenario_two_users(a, alice.uid, b, bob.uid)
+            assert (await helpers.usage(a))["count"] == 1 and (await helpers.usage(b))["count"] == 2
+
+    run(scenario())
+
+
+def test_todos_http_at_the_seed_protocol_version(site, alice):
+    """The seed speaks 2024-11-05, which has no structured content: the JSON text alone carries the answer."""
+    headers = {
+        "Authorization": f"Bearer {alice.key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2024-11-05",
+    }
+
+    def rpc(method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return httpx2.post(f"{site}/mcp", json=body, headers=headers).json()
+
+    init = rpc(
+        "initialize",
+        {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "seed", "version": "1"}},
+    )
+    assert init["result"]["protocolVersion"] == "2024-11-05"
+    put_result = rpc(
+        "tools/call", {"name": "put_todo", "arguments": {"id": "old-client", "name": "Old client", "description": ""}}
+    )
+    assert list(json.loads(put_result["result"]["content"][0]["text"])) == helpers.TODO_KEYS
+    missing = rpc("tools/call", {"name": "complete_todo", "arguments": {"id": "nope"}})["result"]
+    assert missing["content"] == [{"type": "text", "text": "Todo not found"}] and missing["isError"] is True
+
+
+def test_unknown_tool_is_a_protocol_error(site, alice):
+    response = httpx2.post(
+        f"{site}/mcp",
+        json={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "drop_todos", "arguments": {}}},
+        headers={"Authorization": f"Bearer {alice.key}", "Accept": "application/json, text/event-stream"},
+    )
+    assert response.json()["error"]["code"] == -32602
+
+
+async def _list_url(site: str, **auth: str) -> str:
+    url = f"{site}/mcp"
+    if "uid" in auth:
+        url += f"?uid={auth['uid']}&key={auth['key']}"
+        auth = {}
+    async with http_client(url, key=auth.get("key")) as client:
+        answer = await call(client, "get_list_url")
+    assert not answer.is_error and answer.structured == {"url": answer.text}
+    return answer.text
+
+
+def test_list_url_for_a_bearer_caller_is_signed_opens_the_list_and_dies_on_revoke(site, alice, bob):
+    async def scenario() -> str:
+        async with http_client(f"{site}/mcp", key=alice.key) as a, http_client(f"{site}/mcp", key=bob.key) as b:
+            await put(a, "buy-milk", "Alice's oat milk", "")
+            await put(a, "done-thing", "Alice's finished chore", "")
+            await call(a, "complete_todo", id="done-thing")
+            await put(a, "gone-thing", "Alice's deleted errand", "")
+            await call(a, "delete_todo", id="gone-thing")
+            await put(b, "buy-milk", "Bob's cow milk", "")
+            return (await call(a, "get_list_url")).text
+
+    url = run(scenario())
+    assert url.startswith(f"{site}/list?")
+    assert alice.key not in url and "key=" not in url
+    page = httpx2.get(url)
+    assert page.status_code == 200
+    assert "Alice&#x27;s oat milk" in page.text and "Alice&#x27;s finished chore" in page.text
+    assert "deleted errand" not in page.text and "Bob" not in page.text
+    assert page.headers["Referrer-Policy"] == "no-referrer"
+
+    token = parse_qs(urlsplit(url).query)["t"][0]
+    payload, _, signature = token.rpartition(":")
+    flipped = signature[:5] + ("A" if signature[5] != "A" else "B") + signature[6:]
+    assert json.loads(signing.b64_decode(payload.encode())) == [alice.uid, 0]
+    bobs = signing.b64_encode(json.dumps([bob.uid, 0], separators=(",", ":")).encode()).decode()
+    for forged in (f"{payload}:{flipped}", f"{bobs}:{signature}", token + "x"):
+        response = httpx2.get(f"{site}/list", params={"t": forged})
+        assert response.status_code == 403 and "oat milk" not in response.text
+    assert httpx2.get(f"{site}/list?t=").status_code == 403
+
+    bob_page = httpx2.get(run(_list_url(site, key=bob.key)))
+    assert "Bob&#x27;s cow milk" in bob_page.text and "Alice" not in bob_page.text
+
+    call_command("revokekeys", "alice", stdout=open("/dev/null", "w"))
+    dead = httpx2.get(url)
+    assert dead.status_code == 403 and "oat milk" not in dead.text
+    assert httpx2.get(run(_list_url(site, key=bob.key))).status_code == 200  # bob's links live on
+
+
+def test_list_url_for_a_uid_and_key_caller_gives_back_only_what_it_presented(site, alice, bob):
+    url = run(_list_url(site, uid=alice.uid, key=alice.key))
+    query = parse_qs(urlsplit(url).query)
+    assert query == {"uid": [alice.uid], "key": [alice.key]}
+    assert httpx2.get(url).status_code == 200
+    # Another user's uid with alice's key opens nothing, and neither does a key alone.
+    assert httpx2.get(f"{site}/list?uid={bob.uid}&key={alice.key}").status_code == 403
+    assert httpx2.get(f"{site}/list?key={alice.key}").status_code == 403
+
+
+def test_list_page_without_credentials_asks_to_log_in(site):
+    response = httpx2.get(f"{site}/list")
+    assert response.status_code == 302 and "login" in response.headers["Location"]

@@ -1,0 +1,105 @@
+"""The Todos MCP server end to end over stdio (`manage.py mcp todos --user NAME`), through the SDK's client.
+
+Each test is one or two subprocesses doing many calls, so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from django.core import signing
+
+from tests.clients import ROOT, run, stdio_client
+from tests.todos import helpers
+from tests.todos.helpers import call, put
+
+SECRET = "stdio-test-secret-key-that-is-long-enough-for-django"
+SITE = "https://todos.example.com"
+
+
+def command_env(home: Path) -> dict[str, str]:
+    environment = {**os.environ, "PILLBOX_HOME": str(home), "HOME": str(home)}
+    environment.pop("DATABASE_URL", None)
+    return environment
+
+
+def limit_setter(home: Path, username: str):
+    async def set_limit(limit: int) -> None:
+        # The server process owns the database; the test changes the plan limit the way an operator would.
+        with sqlite3.connect(home / "pillbox.db") as db:
+            db.execute(
+                "UPDATE accounts_account SET max_tasks = ? "
+                "WHERE user_id = (SELECT id FROM auth_user WHERE username = ?)",
+                (limit, username),
+            )
+
+    return set_limit
+
+
+def test_todos_stdio_contract(tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    cwd.mkdir()
+
+    async def scenario() -> None:
+        async with stdio_client("todos", home=home, cwd=cwd, user="alice") as client:
+            await helpers.scenario_listing(client)
+            uid = (await put(client, "uid-probe", "probe"))["uid"]
+            await helpers.scenario_create_defaults(client, uid)
+            await helpers.scenario_replace(client)
+            await helpers.scenario_list_order(client)
+            await helpers.scenario_not_found_and_extensions(client)
+            await helpers.scenario_usage(client, limit_setter(home, "alice"))
+            await helpers.scenario_bad_input(client)
+            await helpers.scenario_limit(client, limit_setter(home, "alice"))
+            await helpers.scenario_search(client)
+            await helpers.scenario_prompt(client)
+
+    run(scenario())
+
+
+def test_todos_stdio_two_users_and_list_links(tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    cwd.mkdir()
+    env = {"DJANGO_SECRET_KEY": SECRET, "SITE_URL": SITE}
+
+    async def links(client) -> str:
+        answer = await call(client, "get_list_url")
+        assert not answer.is_error and answer.structured == {"url": answer.text}
+        return answer.text
+
+    async def scenario() -> tuple[str, str, str, str]:
+        # The first process migrates the fresh database; the second starts once it is ready.
+        async with stdio_client("todos", home=home, cwd=cwd, user="alice", **env) as alice:
+            alice_uid = (await put(alice, "uid-probe", "probe"))["uid"]
+            async with stdio_client("todos", home=home, cwd=cwd, user="bob", **env) as bob:
+                bob_uid = (await put(bob, "uid-probe", "probe"))["uid"]
+                await helpers.scenario_two_users(alice, alice_uid, bob, bob_uid)
+                alice_link, bob_link = await asyncio.gather(links(alice), links(bob))
+                assert await links(alice) == alice_link  # the same link until keys are revoked
+                revoke = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    str(ROOT / "manage.py"),
+                    "revokekeys",
+                    "alice",
+                    cwd=str(cwd),
+                    env={**command_env(home), **env},
+                    stdout=subprocess.DEVNULL,
+                )
+                assert await revoke.wait() == 0
+                return alice_uid, alice_link, bob_link, await links(alice)
+
+    alice_uid, alice_link, bob_link, renewed = run(scenario())
+    for link in (alice_link, bob_link, renewed):
+        assert link.startswith(f"{SITE}/list?t=") and "key" not in link
+    tokens = [parse_qs(urlsplit(link).query)["t"][0] for link in (alice_link, bob_link, renewed)]
+    signer = signing.Signer(key=SECRET, salt="todos.list-link")
+    assert signer.unsign_object(tokens[0]) == [alice_uid, 0]
+    assert signer.unsign_object(tokens[1])[0] != alice_uid
+    # revokekeys bumped the epoch: the old link no longer matches, the one handed out since does.
+    assert signer.unsign_object(tokens[2]) == [alice_uid, 1]
