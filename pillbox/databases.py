@@ -118,3 +118,14 @@ def open_local(path: Path, *, create: bool = False) -> str:
                 call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
     _schema_checked.add(alias)
     return alias
+
+
+def forget_local_aliases() -> None:
+    """Close and drop every local bottle database alias this thread knows (tests move between scratch dirs)."""
+    for alias in [name for name in connections.settings if name.startswith(LOCAL_ALIAS_PREFIX)]:
+        try:
+            connections[alias].close()
+        finally:
+            del connections[alias]
+            del connections.settings[alias]
+    _schema_checked.clear()

@@ -41,21 +41,18 @@ NONBLANK = ("title", "compound", "name", "display_name", "author_name", "author_
 TOOLS: list[Tool] = []
 
 
-def _problems_error(tool: str, problems: list[Problem]) -> PillboxError:
+def _problems_error(tool: str, problems: list[Problem], arguments: dict[str, Any]) -> PillboxError:
     fields = {p.field: p.detail for p in problems}
     unreadable = [p for p in problems if p.is_unreadable]
     if unreadable:
         first = unreadable[0]
         return InvalidInput(f"The input of {tool} cannot be read: {first.field} {first.detail}.", **fields)
-    over = next((p for p in problems if p.field == "content" and p.kind == "length"), None)
-    if over is not None:
-        length = int(over.detail.rsplit(" ", 1)[-1])
-        if length > CONTENT_LIMIT:
-            advice = "trim it" if tool.endswith("_revise") else "split it into several pills"
-            fields["content"] = f"{over.detail}: {length - CONTENT_LIMIT} characters over the limit; {advice}"
-            return ValidationFailed(
-                f"content is {length - CONTENT_LIMIT} characters over the {CONTENT_LIMIT} limit; {advice}.", **fields
-            )
+    content = arguments.get("content") if isinstance(arguments, dict) else None
+    if isinstance(content, str) and len(content) > CONTENT_LIMIT and "content" in fields:
+        over = len(content) - CONTENT_LIMIT
+        advice = "trim it" if tool.endswith("_revise") else "split it into several pills"
+        fields["content"] = f"{fields['content']}: {over} characters over the limit; {advice}"
+        return ValidationFailed(f"content is {over} characters over the {CONTENT_LIMIT} limit; {advice}.", **fields)
     return ValidationFailed(f"{len(problems)} field{'s' if len(problems) > 1 else ''} of {tool} "
                             "break the rules; fix them and call again.", **fields)
 
@@ -83,7 +80,7 @@ def tool(
             problems += _blank_problems(values)
             try:
                 if problems:
-                    raise _problems_error(name, problems)
+                    raise _problems_error(name, problems, arguments)
                 return function(reach_for(caller), **values)
             except PillboxError as exc:
                 raise ToolFailure(texts.error(exc)) from None

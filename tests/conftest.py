@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from accounts.services import account_for, apikey_create, user_get_or_create
+from pillbox.databases import forget_local_aliases
 
 
 @dataclass
@@ -33,3 +34,12 @@ def bob(transactional_db) -> Person:
 @pytest.fixture
 def operator(transactional_db) -> Person:
     return make_person("operator", staff=True)
+
+
+@pytest.fixture(autouse=True)
+def _forget_local_databases():
+    """Each test's local bottle databases live in its own tmp_path; the next test must not inherit their aliases
+    (pytest-django would fence them off as unknown databases)."""
+    forget_local_aliases()
+    yield
+    forget_local_aliases()
