@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse
@@ -15,12 +17,27 @@ def protected_resource_metadata_url(request: HttpRequest) -> str:
 
 
 def unauthorized(request: HttpRequest, *, presented: bool) -> HttpResponse:
+    """401 with the RFC 9728 challenge; 403 ``insufficient_scope`` when a valid OAuth token lacks the ``mcp`` scope
+    (what ``oauth_token_user`` found is left on ``request.oauth_error``)."""
     challenge = f'Bearer resource_metadata="{protected_resource_metadata_url(request)}", scope="mcp"'
-    if presented:
+    oauth_error = getattr(request, "oauth_error", None)
+    status = 401
+    if oauth_error is not None and oauth_error.error == "insufficient_scope":
+        status = 403
+        challenge += ', error="insufficient_scope"'
+    elif presented:
         challenge += ', error="invalid_token"'
+    if oauth_error is not None and oauth_error.description:
+        description = oauth_error.description.replace("\\", "").replace('"', "'")
+        challenge += f', error_description="{description}"'
+    message = (
+        "The access token does not carry the mcp scope"
+        if status == 403
+        else "Send Authorization: Bearer <key or token>, or ?uid=&key="
+    )
     response = HttpResponse(
-        '{"error": "unauthorized", "message": "Send Authorization: Bearer <key or token>, or ?uid=&key="}',
-        status=401,
+        json.dumps({"error": "forbidden" if status == 403 else "unauthorized", "message": message}),
+        status=status,
         content_type="application/json",
     )
     response["WWW-Authenticate"] = challenge
@@ -28,12 +45,15 @@ def unauthorized(request: HttpRequest, *, presented: bool) -> HttpResponse:
 
 
 def oauth_token_user(request: HttpRequest, token: str) -> AbstractBaseUser | None:
-    """The user of a valid OAuth access token issued for this MCP resource.
+    """The user of a valid OAuth access token issued for this MCP resource (expiry, revocation, scope and
+    audience checked by ``accounts.oauth.verify_access_token``); None otherwise, with the reason left on
+    ``request.oauth_error`` for the challenge."""
+    from accounts.oauth import verify_access_token
 
-    The place where django-oauth-toolkit's bearer check goes (expiry, revocation, audience); until the
-    OAuth flow is built, no OAuth token is accepted.
-    """
-    return None
+    check = verify_access_token(request, token)
+    if check.user is None:
+        request.oauth_error = check
+    return check.user
 
 
 def mcp_caller(request: HttpRequest) -> Caller | HttpResponse:

@@ -119,6 +119,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -149,7 +150,7 @@ TEMPLATES = [
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -163,11 +164,52 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
 
+# OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {
     "SCOPES": {"mcp": "Use the Todos and Pillbox MCP servers"},
     "DEFAULT_SCOPES": ["mcp"],
     "PKCE_REQUIRED": True,
+    # Binds grants and tokens to the MCP endpoints (RFC 8707 `resource` required and allowlisted).
+    "OAUTH2_VALIDATOR_CLASS": "accounts.oauth.McpOAuth2Validator",
+    # The issuer, the endpoint URLs in the metadata and the RFC 9207 `iss` all come from SITE_URL, not from the
+    # request's Host (DOT uses OIDC_ISS_ENDPOINT for all three even with OIDC off).
+    "OIDC_ISS_ENDPOINT": SITE_URL,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "REQUEST_APPROVAL_PROMPT": "force",  # always show the consent page
+    # What the RFC 8414 document advertises (DOT's defaults list implicit, password, client_credentials, device).
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    # RFC 9700 gates: refuse implicit, password and PKCE "plain" (S256 only), tokens in query strings; send `iss`;
+    # store only token hashes; make the config gates errors under `check --deploy`.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Native clients call back on loopback http (RFC 8252) or their own scheme; registration refuses http
+    # redirect URIs on any other host (accounts.oauth_views.RegistrationView).
+    "ALLOWED_REDIRECT_URI_SCHEMES": env_list("OAUTH_REDIRECT_URI_SCHEMES", ["https", "http", "cursor", "vscode"]),
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    # Anonymous dynamic client registration (rate limited: OAUTH_DCR_RATE_LIMIT) and client ID metadata documents.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Pillbox & Todos MCP",
 }
+# Client registrations per IP per window (count, seconds), counted in the default cache.
+OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
+# W008 warns that http redirect URIs are allowed: they are, for loopback only (see ALLOWED_REDIRECT_URI_SCHEMES).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],

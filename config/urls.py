@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.utils.module_loading import import_string
 
 from accounts.auth import mcp_caller
+from accounts.oauth_views import account_urlpatterns, oauth_urlpatterns
 from config.mcp.http import mcp_endpoint
 from config.mcp.server import build_server
 
@@ -21,6 +22,9 @@ urlpatterns = [
     path("mcp", mcp_endpoint(_server("todos"), mcp_caller), name="mcp-todos"),
     path("pillbox/mcp", mcp_endpoint(_server("pillbox"), mcp_caller), name="mcp-pillbox"),
     path("healthz", healthz, name="healthz"),
+    # OAuth 2.1 for remote MCP clients: /.well-known/… and /o/… (namespace "oauth2_provider", which DOT reverses).
+    path("", include((oauth_urlpatterns, "oauth2_provider"), namespace="oauth2_provider")),
+    *account_urlpatterns,
     path("admin/", admin.site.urls),
     path("", include("webui.urls")),
 ]

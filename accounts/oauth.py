@@ -1,0 +1,219 @@
+"""OAuth 2.1 for remote MCP clients, on django-oauth-toolkit (DOT) 3.4.1: the resource-server side and policy.
+
+The authorization server is DOT (views in ``accounts.oauth_views``). This module holds what DOT leaves to us:
+
+- the MCP resources: each MCP endpoint is its own protected resource, identified by its canonical URL built
+  from ``SITE_URL`` (``{SITE_URL}/mcp``, ``{SITE_URL}/pillbox/mcp``);
+- audience binding: every token is issued for one or more of those resources and for nothing else
+  (``McpOAuth2Validator``: an authorization request or token request without ``resource``, or naming any other
+  URL, is refused with ``invalid_target``), and the MCP endpoints accept a token only when their own canonical URL
+  is among its resources (``verify_access_token``; DOT alone would let a token without resources through
+  everywhere, and would compare against the request's own URL rather than the canonical one);
+- the registration rate limit (per client IP, Django's cache);
+- CORS for browser-based MCP clients (``OAuthCorsMiddleware``), which also answers preflight ``OPTIONS`` so it
+  never reaches the MCP view (whose only method is POST).
+
+Decision: one token, one endpoint. MCP clients send ``resource`` = the URL of the endpoint they connect to, so a
+token serves /mcp or /pillbox/mcp, not both; a client that asks for both resources at once (RFC 8707 allows
+repeating ``resource``) gets a token valid at both, after the user approved both on the consent page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, reverse
+from oauthlib.oauth2.rfc6749 import errors
+from oauth2_provider.oauth2_backends import get_oauthlib_core
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.settings import oauth2_settings
+
+MCP_SCOPE = "mcp"
+# URL names of the MCP endpoints (config.urls) and the name each shows on the consent page.
+MCP_RESOURCES = {"mcp-todos": "Todos", "mcp-pillbox": "Pillbox"}
+
+
+# --- resources ---------------------------------------------------------------------------------------------
+
+
+def site_url() -> str:
+    return settings.SITE_URL.rstrip("/")
+
+
+def issuer() -> str:
+    """The authorization server's issuer: ``OIDC_ISS_ENDPOINT`` (set to SITE_URL in settings), else SITE_URL."""
+    return (oauth2_settings.OIDC_ISS_ENDPOINT or site_url()).rstrip("/")
+
+
+def _normal(url: str) -> str:
+    return url.rstrip("/")
+
+
+def mcp_resources() -> dict[str, str]:
+    """Canonical resource URL -> display name, for every MCP endpoint."""
+    resources = {}
+    for url_name, label in MCP_RESOURCES.items():
+        try:
+            resources[site_url() + reverse(url_name).rstrip("/")] = label
+        except NoReverseMatch:
+            continue
+    return resources
+
+
+def resource_for_path(path: str) -> str | None:
+    """The canonical resource URL of the MCP endpoint at ``path`` (None if ``path`` is not one)."""
+    candidate = site_url() + path.rstrip("/")
+    return candidate if candidate in mcp_resources() else None
+
+
+def resource_allowed(resource: str) -> bool:
+    return _normal(resource) in mcp_resources()
+
+
+def _invalid_target(description: str, request: Any) -> errors.CustomOAuth2Error:
+    return errors.CustomOAuth2Error(error="invalid_target", description=description, request=request)
+
+
+def check_requested_resources(resources: list[str], request: Any = None) -> None:
+    """Raise ``invalid_target`` unless ``resources`` is non-empty and names only our MCP endpoints."""
+    if not resources:
+        raise _invalid_target(
+            "A resource parameter is required: the URL of the MCP endpoint, e.g. " + next(iter(mcp_resources()), ""),
+            request,
+        )
+    for resource in resources:
+        if not resource_allowed(resource):
+            raise _invalid_target(
+                f"The resource '{resource}' is not served here. Known resources: " + ", ".join(mcp_resources()),
+                request,
+            )
+
+
+class McpOAuth2Validator(OAuth2Validator):
+    """DOT's validator, with every grant and token bound to our MCP resources (RFC 8707)."""
+
+    def _create_authorization_code(self, request, code, expires=None):
+        # The consent form carries `resource` in a hidden field: re-check what is about to be stored on the grant.
+        check_requested_resources(list(getattr(request, "resource", None) or []), request)
+        return super()._create_authorization_code(request, code, expires)
+
+    def _check_and_set_request_resource(self, request):
+        # DOT narrows/inherits `resource` from the grant or refresh token; when neither had one it takes the
+        # token request's value as is. Whatever comes out must be non-empty and ours.
+        super()._check_and_set_request_resource(request)
+        check_requested_resources(list(request.resource or []), request)
+
+
+# --- the bearer check at the MCP endpoints -------------------------------------------------------------------
+
+
+@dataclass
+class TokenCheck:
+    user: AbstractBaseUser | None
+    error: str = "invalid_token"
+    description: str = ""
+
+
+def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
+    """Check an OAuth access token presented at an MCP endpoint: known, unexpired, unrevoked (revoking deletes
+    the row), scope ``mcp``, issued for this endpoint's canonical URL, for an active user."""
+    resource = resource_for_path(request.path)
+    if resource is None:
+        return TokenCheck(None, description="This URL is not an OAuth-protected MCP endpoint.")
+    core = get_oauthlib_core()
+    # The canonical URL, not request.build_absolute_uri(): behind a proxy the two may differ, and the token's
+    # audience is the canonical URL the protected-resource metadata advertises.
+    valid, oauth_request = core.server.verify_request(
+        resource, "POST", "", {"Authorization": f"Bearer {token}"}, scopes=[MCP_SCOPE]
+    )
+    if not valid:
+        error = dict(getattr(oauth_request, "oauth2_error", None) or {})
+        return TokenCheck(
+            None, error.get("error", "invalid_token"), str(error.get("error_description", "The access token is invalid."))
+        )
+    access_token = oauth_request.access_token
+    audiences = [_normal(value) for value in (access_token.resource or []) if isinstance(value, str)]
+    if resource not in audiences:
+        # DOT treats a token without resources as valid anywhere; here it is valid nowhere.
+        return TokenCheck(None, description="The access token was not issued for this MCP endpoint.")
+    user = access_token.user
+    if user is None or not user.is_active:
+        return TokenCheck(None, description="The access token has no active user.")
+    return TokenCheck(user)
+
+
+# --- dynamic client registration: rate limit -------------------------------------------------------------------
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The caller's IP as Django sees it (REMOTE_ADDR). Behind a proxy, the proxy must set REMOTE_ADDR (e.g.
+    gunicorn --forwarded-allow-ips / uvicorn --proxy-headers); otherwise all clients share one bucket."""
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+def registration_rate_limited(request: HttpRequest) -> int:
+    """Count one registration for the caller's IP; return 0 if allowed, else seconds until the window ends.
+
+    Fixed window of ``OAUTH_DCR_RATE_LIMIT = (count, seconds)`` per IP, in the default cache (locmem per process
+    by default, so with several worker processes the effective limit is count x workers; configure a shared
+    cache to make it exact)."""
+    limit, window = getattr(settings, "OAUTH_DCR_RATE_LIMIT", (20, 3600))
+    if not limit:
+        return 0
+    now = int(time.time())
+    start = now - now % window
+    key = f"oauth:dcr:{client_ip(request)}:{start}"
+    if cache.add(key, 1, timeout=window + 5):
+        count = 1
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.add(key, 1, timeout=window + 5)
+            count = 1
+    return 0 if count <= limit else max(1, start + window - now)
+
+
+# --- CORS -------------------------------------------------------------------------------------------------------
+
+CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID"
+CORS_EXPOSE_HEADERS = "WWW-Authenticate, MCP-Protocol-Version, Mcp-Session-Id"
+CORS_PREFIXES = ("/.well-known/oauth-", "/o/token/", "/o/revoke_token/", "/o/register/")
+
+
+def cors_applies(path: str) -> bool:
+    if path.startswith(CORS_PREFIXES):
+        return True
+    return any(path.rstrip("/") == reverse(name).rstrip("/") for name in MCP_RESOURCES)
+
+
+class OAuthCorsMiddleware:
+    """CORS for browser-based MCP clients on the MCP endpoints, the token, revocation and registration endpoints
+    and the OAuth metadata. Credentials are bearer tokens in headers, never cookies, so ``*`` is safe here; the
+    MCP view still applies its own Origin check (DNS-rebinding protection) to the POST itself.
+
+    Preflight ``OPTIONS`` is answered here (204), before any view: the MCP view answers only POST."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not cors_applies(request.path):
+            return self.get_response(request)
+        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
+            response["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
+            response["Access-Control-Max-Age"] = "86400"
+        else:
+            response = self.get_response(request)
+        response["Access-Control-Allow-Origin"] = "*"
+        response["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
+        return response

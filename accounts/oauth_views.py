@@ -1,0 +1,204 @@
+"""The OAuth 2.1 authorization server for remote MCP clients: DOT's views, narrowed to what MCP needs.
+
+Routes (``oauth_urlpatterns``, mounted at the site root under the ``oauth2_provider`` namespace DOT reverses):
+
+- ``/.well-known/oauth-authorization-server`` (RFC 8414; issuer = SITE_URL), also answered at the path-suffixed
+  form ``/.well-known/oauth-authorization-server/<mcp path>`` that some older clients derive from the MCP URL,
+  with the same document and issuer (no OIDC: ``/.well-known/openid-configuration`` is a 404, so clients that
+  probe it move on);
+- ``/.well-known/oauth-protected-resource/mcp`` and ``/.well-known/oauth-protected-resource/pillbox/mcp``
+  (RFC 9728), one per MCP endpoint;
+- ``/o/authorize/`` (login + consent), ``/o/token/``, ``/o/revoke_token/``, ``/o/register/`` (RFC 7591,
+  anonymous, rate limited) and ``/o/register/<client_id>/`` (RFC 7592, with the registration access token);
+- ``/accounts/login/`` and ``/accounts/logout/`` (Django's auth views, branded templates).
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider import views as dot
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.models import get_application_model
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
+
+from accounts.oauth import (
+    MCP_RESOURCES,
+    MCP_SCOPE,
+    issuer,
+    mcp_resources,
+    registration_rate_limited,
+    resource_allowed,
+    site_url,
+)
+
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+class AuthorizationServerMetadataView(dot.OAuthServerMetadataView):
+    """DOT's RFC 8414 document, with the issuer fixed to SITE_URL whichever well-known URL was asked."""
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        data = json.loads(response.content)
+        data["issuer"] = issuer()
+        data["service_documentation"] = f"{issuer()}/"
+        response = JsonResponse(data)
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
+
+class ProtectedResourceMetadataView(dot.OAuthProtectedResourceMetadataView):
+    """RFC 9728 metadata for one MCP endpoint (``url_name`` picks it)."""
+
+    url_name = ""
+
+    def get_resource(self, request):
+        return site_url() + reverse(self.url_name).rstrip("/")
+
+    def get_authorization_servers(self, request):
+        return [issuer()]
+
+    def get_scopes_supported(self):
+        return [MCP_SCOPE]
+
+    def get_resource_name(self):
+        return f"{MCP_RESOURCES[self.url_name]} MCP server"
+
+
+class McpAuthorizationView(dot.AuthorizationView):
+    """DOT's authorization endpoint (login required, then consent), refusing up front any request whose
+    ``resource`` is missing or not one of our MCP endpoints, and showing the resources on the consent page."""
+
+    template_name = "oauth2_provider/authorize.html"
+
+    def get(self, request, *args, **kwargs):
+        resources = request.GET.getlist("resource")
+        if not resources or not all(resource_allowed(resource) for resource in resources):
+            try:
+                _scopes, credentials = self.validate_authorization_request(request)
+            except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
+                return self.error_response(error, application=None)
+            application = get_application_model().objects.get(client_id=credentials["client_id"])
+            description = (
+                "A resource parameter naming the MCP endpoint is required."
+                if not resources
+                else "The resource is not an MCP endpoint of this site: " + " ".join(resources)
+            )
+            error = OAuthToolkitError(
+                error=CustomOAuth2Error(error="invalid_target", description=description, state=credentials.get("state")),
+                redirect_uri=credentials["redirect_uri"],
+            )
+            return self.error_response(error, application)
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        known = mcp_resources()
+        resource = context.get("resource") or ""
+        context["resources"] = [(url, known.get(url.rstrip("/"), url)) for url in resource.split()]
+        application = context.get("application")
+        if application is not None:
+            redirect = urlsplit(context.get("redirect_uri") or "")
+            context["redirect_host"] = redirect.netloc or redirect.scheme
+            client_id = application.client_id
+            context["client_host"] = urlsplit(client_id).netloc if client_id.startswith("https://") else ""
+        return context
+
+
+def _redirect_uri_problem(uri: str) -> str | None:
+    parts = urlsplit(uri)
+    if parts.fragment:
+        return f"redirect URI {uri!r} must not have a fragment"
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        return f"redirect URI {uri!r}: http is only allowed for loopback hosts (127.0.0.1, ::1, localhost)"
+    return None
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RegistrationView(dot.DynamicClientRegistrationView):
+    """RFC 7591 registration, open to anonymous MCP clients, rate limited per IP, for the authorization-code
+    grant only (with refresh tokens), http redirect URIs only on loopback."""
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        retry_after = registration_rate_limited(request)
+        if retry_after:
+            response = JsonResponse(
+                {"error": "rate_limited", "error_description": "Too many client registrations from this address."},
+                status=429,
+            )
+            response["Retry-After"] = str(retry_after)
+            return response
+        try:
+            data = json.loads(request.body)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            grant_types = data.get("grant_types", ["authorization_code"])
+            if isinstance(grant_types, list) and set(grant_types) - {"authorization_code", "refresh_token"}:
+                return _metadata_error("grant_types: only authorization_code (and refresh_token) are supported")
+            response_types = data.get("response_types", ["code"])
+            if isinstance(response_types, list) and set(response_types) - {"code"}:
+                return _metadata_error("response_types: only code is supported")
+            for uri in data.get("redirect_uris") or []:
+                if isinstance(uri, str) and (problem := _redirect_uri_problem(uri)):
+                    return _metadata_error(problem)
+        return super().post(request, *args, **kwargs)
+
+
+def _metadata_error(description: str) -> JsonResponse:
+    return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=400)
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+
+def _metadata_paths() -> list:
+    server_metadata = AuthorizationServerMetadataView.as_view()
+    routes = [
+        path(".well-known/oauth-authorization-server", server_metadata, name="oauth-server-metadata"),
+    ]
+    mcp_paths = {"mcp-todos": "mcp", "mcp-pillbox": "pillbox/mcp"}
+    for url_name, mcp_path in mcp_paths.items():
+        routes.append(
+            path(
+                f".well-known/oauth-protected-resource/{mcp_path}",
+                ProtectedResourceMetadataView.as_view(url_name=url_name),
+                name=f"oauth-resource-metadata-{url_name}",
+            )
+        )
+        routes.append(
+            path(
+                f".well-known/oauth-authorization-server/{mcp_path}",
+                server_metadata,
+                name=f"oauth-server-metadata-{url_name}",
+            )
+        )
+    return routes
+
+
+oauth_urlpatterns = [
+    *_metadata_paths(),
+    path("o/authorize/", McpAuthorizationView.as_view(), name="authorize"),
+    path("o/token/", dot.TokenView.as_view(), name="token"),
+    path("o/revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
+    path("o/register/", RegistrationView.as_view(), name="dcr-register"),
+    path(
+        "o/register/<str:client_id>/",
+        dot.DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
+]
+
+account_urlpatterns = [
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
