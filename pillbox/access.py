@@ -91,15 +91,18 @@ def reach_for(caller: Caller) -> Reach:
     return reach
 
 
-def _scoped(model: type[models.Model], alias: str, bottles: set[uuid.UUID]) -> models.QuerySet:
+def _scoped(model: type[models.Model], alias: str, bottles: set[uuid.UUID], *, discarded: bool) -> models.QuerySet:
+    """The rows of ``model`` in reachable bottles; discarded ones only when asked (people restore them)."""
     manager = model._default_manager.using(alias)
     if model is Bottle:
         return manager.filter(id__in=bottles)
     if model is Prescription:
-        return manager.filter(bottle_id__in=bottles, deleted_at__isnull=True)
-    if model is Pill:
-        return manager.filter(prescription__bottle_id__in=bottles, deleted_at__isnull=True)
-    raise TypeError(model)
+        rows = manager.filter(bottle_id__in=bottles)
+    elif model is Pill:
+        rows = manager.filter(prescription__bottle_id__in=bottles)
+    else:
+        raise TypeError(model)
+    return rows if discarded else rows.filter(deleted_at__isnull=True)
 
 
 def prefix_range(digits: str) -> tuple[uuid.UUID, uuid.UUID]:
@@ -121,12 +124,13 @@ def match_prefix(queryset: models.QuerySet, raw_id: str, *, noun: str, field: st
 
 
 def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, field: str = "id",
-           hint: str = "") -> tuple[models.Model, str]:
+           hint: str = "", discarded: bool = False) -> tuple[models.Model, str]:
     """Find a reachable record by id or prefix: the current database first, then every registered one."""
     for alias, bottles in reach.dbs.items():
         if not bottles:
             continue
-        found = match_prefix(_scoped(model, alias, bottles), raw_id, noun=noun, field=field)
+        scoped = _scoped(model, alias, bottles, discarded=discarded)
+        found = match_prefix(scoped, raw_id, noun=noun, field=field)
         if found is not None:
             return found, alias
     ids.normalise(raw_id, field)

@@ -292,3 +292,90 @@ def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
 def count_view(model: type, alias: str, pk: object) -> None:
     """Reads are counted for people (never shown to agents)."""
     model._default_manager.using(alias).filter(pk=pk).update(views=F("views") + 1)
+
+
+# ---------------------------------------------------------------- for people (web pages, admin, API)
+# Agents only ever soft-delete; restoring and purging (a real delete) are for people.
+
+
+def pill_restore(*, reach: Reach, pill_id: str) -> Pill:
+    pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
+    if prescription.deleted_at is not None:
+        raise ValidationFailed("Restore the pill's prescription first.", prescription_id=ids.short(prescription.id))
+    Pill.objects.using(alias).filter(pk=pill.pk).update(deleted_at=None)
+    pill.deleted_at = None
+    return pill
+
+
+def pill_purge(*, reach: Reach, pill_id: str) -> None:
+    pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    Pill.objects.using(alias).filter(pk=pill.pk).delete()
+
+
+def prescription_restore(*, reach: Reach, prescription_id: str) -> tuple[Prescription, int]:
+    """Bring back a discarded prescription and the pills that were discarded with it (not those discarded
+    one by one before)."""
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
+    if prescription.deleted_at is None:
+        return prescription, 0
+    with transaction.atomic(using=alias):
+        count = Pill.objects.using(alias).filter(
+            prescription=prescription, deleted_at=prescription.deleted_at
+        ).update(deleted_at=None)
+        Prescription.objects.using(alias).filter(pk=prescription.pk).update(deleted_at=None)
+    prescription.deleted_at = None
+    return prescription, count
+
+
+def prescription_purge(*, reach: Reach, prescription_id: str) -> int:
+    """Delete a prescription and all its pills for good; returns how many pills went with it."""
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
+    with transaction.atomic(using=alias):
+        count = Pill.objects.using(alias).filter(prescription=prescription).count()
+        Prescription.objects.using(alias).filter(pk=prescription.pk).delete()
+    return count
+
+
+def _own_capsule(reach: Reach, capsule_id: str) -> Capsule:
+    found = match_prefix(Capsule.objects.filter(owner=reach.user), capsule_id, noun="capsule")
+    if found is None:
+        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
+    return found
+
+
+def capsule_restore(*, reach: Reach, capsule_id: str) -> Capsule:
+    capsule = _own_capsule(reach, capsule_id)
+    Capsule.objects.filter(pk=capsule.pk).update(deleted_at=None)
+    capsule.deleted_at = None
+    return capsule
+
+
+def capsule_purge(*, reach: Reach, capsule_id: str) -> None:
+    Capsule.objects.filter(pk=_own_capsule(reach, capsule_id).pk).delete()
+
+
+def registration_unregister(*, user: object, registration_id: int) -> None:
+    """Forget a bottle in the user's registry; the bottle's database itself is left untouched."""
+    deleted, _ = Registration.objects.filter(user=user, pk=registration_id).delete()
+    if not deleted:
+        raise NotFound("No such bottle in your registry.", registration=registration_id)
+
+
+def registration_repair(*, user: object, registration_id: int, directory: str) -> Registration:
+    """Point a registered local bottle at the directory it moved to (the file there must hold that bottle)."""
+    registration = Registration.objects.filter(user=user, pk=registration_id).first()
+    if registration is None:
+        raise NotFound("No such bottle in your registry.", registration=registration_id)
+    target = Path(directory).expanduser().resolve()
+    path = db_file(target)
+    if not path.is_file():
+        raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
+    if not has_schema(path):
+        raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    alias = open_local(path)
+    if not Bottle.objects.using(alias).filter(pk=registration.bottle_id).exists():
+        raise NoBottleInDb("That database holds another bottle, not this one.", db_path=str(path))
+    registration.db_path, registration.directory = str(path), str(target)
+    registration.save(update_fields=["db_path", "directory"])
+    return registration
