@@ -119,6 +119,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -159,6 +160,25 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
+# whitenoise serves static files from the app server itself (no separate web server needed); compressed, not
+# manifest-hashed, so a page never fails for a file collectstatic has not seen yet.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# Behind a reverse proxy (see README "Production"): trust its headers only when told to.
+if env_bool("TRUST_PROXY_HEADERS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    USE_X_FORWARDED_HOST = True
+_site_is_https = SITE_URL.startswith("https://")
+CSRF_TRUSTED_ORIGINS = [SITE_URL]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _site_is_https
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS") or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_CONTENT_TYPE_NOSNIFF = True
 
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
