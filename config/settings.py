@@ -160,6 +160,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # whitenoise serves static files from the app server itself (no separate web server needed); compressed, not
 # manifest-hashed, so a page never fails for a file collectstatic has not seen yet.
 STORAGES = {
