@@ -4,10 +4,19 @@ The query is folded the way the FTS5 tokenizer folds text (lowercase, accents re
 that is not a letter or digit) so that terms can be checked against the index's own vocabulary. Every
 term becomes a quoted prefix term joined with OR, so nothing an agent types is ever FTS syntax.
 
+Ranking: FTS5 MATCH ranked by bm25 (column weights below) picks the best ``CANDIDATES`` rows; those are
+re-ranked by coverage first (how many distinct query terms the row matches; a term matched only through a
+typo expansion counts ``FUZZY_COVERAGE``), then by bm25, then newest first. With OR-joined terms, bm25
+alone lets one rare word outweigh a row that has every word typed; coverage puts the rows that match
+the whole query first.
+
 Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
 ``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
 2). Beyond the seed, a term that matches no indexed word at all is expanded even when other terms matched,
-so one misspelled word is not silently dropped.
+so one misspelled word is not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words.
+``used_fuzzy`` is set when a returned row contains an expansion word.
+
+The constants were chosen by measurement with ``bench/pills_search.py`` on the shared public dataset.
 """
 
 from __future__ import annotations
@@ -27,11 +36,17 @@ MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
 MAX_LEN_DIFF = 2
 JW_THRESHOLD = 0.80
-MAX_EXPANSIONS = 24
+MAX_EXPANSIONS = 5  # most similar indexed words per term (more only add noise: bench b 0.988 at 5, 0.958 at 24)
 SNIPPET_TOKENS = 24
-# bm25 column weights (title, content, compound); see bench/pills_search.py for how they were chosen.
-WEIGHTS = (4.0, 1.0, 2.0)
+# bm25 column weights (title, content, compound): with the coverage re-rank, 3-4x on the title ranks best
+# (bench MRR@10 0.989 at 3,1,1; 0.981 at 1,1,1) without costing content-only queries (kind e 0.969 either way).
+WEIGHTS = (3.0, 1.0, 1.0)
+CANDIDATES = 60  # rows ranked by bm25 that the coverage re-rank looks at (the bench is flat from 60 up)
+FUZZY_COVERAGE = 0.9  # a term matched only through a typo expansion, against 1 for a typed term
 WORD = re.compile(r"[^\W_]+")
+NOT_WORD_BEFORE = r"(?<![^\W_])"
+NOT_WORD_AFTER = r"(?![^\W_])"
+COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 def fold(text: str) -> str:
@@ -80,24 +95,29 @@ class Vocabulary:
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
-_vocabularies: dict[tuple[str, str], tuple[tuple[int, int], Vocabulary]] = {}
+_vocabularies: dict[tuple[str, str], tuple[object, tuple[int, int], Vocabulary]] = {}
 
 
 def vocabulary(alias: str, fts_table: str) -> Vocabulary:
-    """The index's words, cached until this or another connection changes the database."""
+    """The index's words, cached until this or another connection changes the database.
+
+    ``PRAGMA data_version`` and ``total_changes`` only mean something for the connection that read them,
+    so the cache entry also remembers which connection it was read on (threads have their own).
+    """
     connection = connections[alias]
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA data_version")
-        version = (cursor.fetchone()[0], connection.connection.total_changes)
+        raw = connection.connection
+        version = (cursor.fetchone()[0], raw.total_changes)
         cached = _vocabularies.get((alias, fts_table))
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        if cached is not None and cached[0] is raw and cached[1] == version:
+            return cached[2]
         cursor.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab USING fts5vocab(main, {fts_table}, row)"
         )
         cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
         words = Vocabulary.of([row[0] for row in cursor.fetchall()])
-    _vocabularies[(alias, fts_table)] = (version, words)
+    _vocabularies[(alias, fts_table)] = (raw, version, words)
     return words
 
 
@@ -142,7 +162,10 @@ class Hit:
     title: str
     snippet: str
     bottle_id: uuid.UUID | None
-    score: float  # 1.0 for the best hit of its database, lower is worse
+    # 10 x the query terms the row matches (``FUZZY_COVERAGE`` for a term matched through an expansion), plus
+    # its bm25 normalised within its database to (0, 1] (1 for the best): higher is better, and comparable
+    # across databases. 1.0 for a listing by compound.
+    score: float
 
 
 @dataclass(frozen=True)
@@ -152,38 +175,189 @@ class Found:
     used_fuzzy: bool
 
 
-def _hit(row: tuple, best: float | None) -> Hit:
-    id_hex, seq, compound, title, snippet, bottle_hex, score = row
-    normalised = score / best if best and score is not None else 1.0
-    return Hit(
-        id=uuid.UUID(id_hex), seq=seq, compound=compound, title=title, snippet=" ".join(snippet.split()),
-        bottle_id=uuid.UUID(bottle_hex) if bottle_hex else None, score=normalised,
+@dataclass
+class _Ranked:
+    hits: list[Hit]
+    total: int
+    expanded: set[uuid.UUID]  # the hits that contain an expansion word
+
+
+class _Coverage:
+    """Which query terms a row's text matches: a typed term as a word prefix, an expansion as a whole word."""
+
+    def __init__(self, terms: list[str], expansions: dict[str, list[str]]) -> None:
+        self.typed = [re.compile(NOT_WORD_BEFORE + re.escape(term)) for term in terms]
+        self.fuzzy = [
+            re.compile(NOT_WORD_BEFORE + "(?:" + "|".join(map(re.escape, expansions[term])) + ")" + NOT_WORD_AFTER)
+            if expansions.get(term) else None
+            for term in terms
+        ]
+
+    def of(self, text: str) -> tuple[float, bool]:
+        """(coverage, whether an expansion word matched)."""
+        text = _quick_fold(text)
+        covered = 0.0
+        expanded = False
+        for typed, fuzzy in zip(self.typed, self.fuzzy, strict=True):
+            if typed.search(text):
+                covered += 1.0
+                if fuzzy is not None and not expanded and fuzzy.search(text):
+                    expanded = True
+            elif fuzzy is not None and fuzzy.search(text):
+                covered += FUZZY_COVERAGE
+                expanded = True
+        return covered, expanded
+
+
+    def snippet(self, text: str) -> str:
+        """Up to ``SNIPPET_TOKENS`` words of ``text`` around the most query terms, '…' where it is cut.
+
+        The same choice as FTS5's ``snippet()`` (the window holding the most distinct terms, centred on them),
+        made here on the few rows shown, since FTS5 would re-run the whole MATCH for each of them.
+        """
+        tokens = [(m.start(), m.end()) for m in WORD.finditer(text)]
+        if not tokens:
+            return text.strip()
+        start = 0
+        if len(tokens) > SNIPPET_TOKENS and (matches := self._positions(text, tokens)):
+            best = (-1, 0)
+            for first, _ in matches:
+                inside = [(p, i) for p, i in matches if first <= p < first + SNIPPET_TOKENS]
+                score = 1000 * len({i for _, i in inside}) + len(inside)
+                last = inside[-1][0]
+                begin = max(0, min(first - (SNIPPET_TOKENS - (last - first + 1)) // 2, len(tokens) - SNIPPET_TOKENS))
+                if score > best[0]:
+                    best = (score, begin)
+            start = best[1]
+        end = min(len(tokens), start + SNIPPET_TOKENS)
+        cut_end = end < len(tokens)
+        piece = text[tokens[start][0]:tokens[end - 1][1] if cut_end else len(text)].strip()
+        return ("…" if start > 0 else "") + piece + ("…" if cut_end else "")
+
+
+    def _positions(self, text: str, tokens: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """(token position, term index) of every word of ``text`` that a query term matches, in text order."""
+        found: dict[int, int] = {}
+        if text.isascii():  # lowercasing keeps the offsets: search the whole text at once
+            lowered, starts = text.lower(), [a for a, _ in tokens]
+            for index, (typed, fuzzy) in enumerate(zip(self.typed, self.fuzzy, strict=True)):
+                for pattern in (typed, fuzzy) if fuzzy is not None else (typed,):
+                    for match in pattern.finditer(lowered):
+                        found.setdefault(bisect.bisect_right(starts, match.start()) - 1, index)
+        else:
+            for position, (a, b) in enumerate(tokens):
+                word = _quick_fold(text[a:b])
+                for index, (typed, fuzzy) in enumerate(zip(self.typed, self.fuzzy, strict=True)):
+                    if typed.match(word) or (fuzzy is not None and fuzzy.fullmatch(word)):
+                        found[position] = index
+                        break
+        return sorted(found.items())
+
+
+def _quick_fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
+    return COMBINING.sub("", unicodedata.normalize("NFKD", text)).lower()
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def _everything_reachable(cursor, target: Target) -> bool:
+    """True when every row in this database's pill index is one the caller may see (a project's own file)."""
+    if target.kind != "pill":
+        return False
+    cursor.execute(
+        "SELECT EXISTS(SELECT 1 FROM pillbox_prescription WHERE deleted_at IS NOT NULL "
+        f"OR bottle_id NOT IN ({_marks(len(target.bottles))}))",
+        [bottle.hex for bottle in sorted(target.bottles)],
     )
+    return not cursor.fetchone()[0]
 
 
-def _matching(target: Target, expression: str, compound: str | None, limit: int) -> tuple[list[Hit], int]:
+def _from(cursor, target: Target, expression: str, compound: str | None) -> tuple[str, list[object], str]:
+    """FROM and WHERE of the caller's rows matching ``expression``, their parameters, and the row key column."""
+    fts = target.fts
+    if compound is None and _everything_reachable(cursor, target):
+        # Only the index: no join per matching row, and the count is the index's own.
+        return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid"
     joins, where, params = target.scope_sql()
     if compound is not None:
         where += " AND m.compound = %s"
         params = [*params, compound]
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    body = (
-        f"FROM {target.fts} JOIN {target.table} m ON m.seq = {target.fts}.rowid {joins} "
-        f"WHERE {target.fts} MATCH %s AND {where}"
-    )
+    body = f"FROM {fts} JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
+    return body, [expression, *params], "m.seq"
+
+
+def _any_match(target: Target, terms: list[str], compound: str | None) -> bool:
+    """Whether the strict pass (the typed terms alone) finds anything in this database."""
     with connections[target.alias].cursor() as cursor:
+        body, params, _ = _from(cursor, target, match_expression(terms), compound)
+        cursor.execute(f"SELECT 1 {body} LIMIT 1", params)
+        return cursor.fetchone() is not None
+
+
+def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
+            limit: int) -> _Ranked:
+    """The strict (or, with expansions, widened) pass over one database, re-ranked by coverage."""
+    words = sorted({word for found in expansions.values() for word in found})
+    expression = match_expression(terms, words)
+    fts, weights = target.fts, ", ".join(str(w) for w in WEIGHTS)
+    wanted = max(CANDIDATES, limit)
+    with connections[target.alias].cursor() as cursor:
+        body, params, key = _from(cursor, target, expression, compound)
         cursor.execute(
-            f"SELECT m.id, m.seq, m.compound, m.title, snippet({target.fts}, 1, '', '', '…', {SNIPPET_TOKENS}), "
-            f"{target.bottle_column}, bm25({target.fts}, {weights}) AS score {body} ORDER BY score, m.seq DESC LIMIT %s",
-            [expression, *params, limit],
+            f"SELECT {key}, bm25({fts}, {weights}) AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+            [*params, wanted],
         )
-        rows = cursor.fetchall()
-        total = len(rows)
-        if total >= limit:
-            cursor.execute(f"SELECT COUNT(*) {body}", [expression, *params])
+        candidates = cursor.fetchall()
+        total = len(candidates)
+        if total >= wanted:
+            cursor.execute(f"SELECT COUNT(*) {body}", params)
             total = cursor.fetchone()[0]
-    best = rows[0][-1] if rows else None
-    return [_hit(row, best) for row in rows], total
+        if not candidates:
+            return _Ranked([], total, set())
+
+        seqs = [seq for seq, _ in candidates]
+        joins = "JOIN pillbox_prescription r ON r.id = m.prescription_id" if target.kind == "pill" else ""
+        cursor.execute(
+            f"SELECT m.seq, m.id, m.compound, m.title, m.content, {target.bottle_column} FROM {target.table} m "
+            f"{joins} WHERE m.seq IN ({_marks(len(seqs))})",
+            seqs,
+        )
+        rows = {row[0]: row for row in cursor.fetchall()}
+        coverage = _Coverage(terms, expansions)
+        best = candidates[0][1] or -1.0
+        scored = []
+        for seq, bm25 in candidates:
+            row = rows.get(seq)
+            if row is None:  # cannot happen: the index holds live rows only
+                continue
+            covered, expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
+            closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
+            scored.append((covered, bm25, seq, expanded, covered * 10 + closeness))
+        scored.sort(key=lambda item: (-item[0], item[1], -item[2]))
+        chosen = scored[:limit]
+    hits, expanded = [], set()
+    for _, _, seq, has_expansion, score in chosen:
+        _, id_hex, compound_, title, content, bottle_hex = rows[seq]
+        hits.append(Hit(
+            id=uuid.UUID(id_hex), seq=seq, compound=compound_, title=title,
+            snippet=" ".join(coverage.snippet(content).split()),
+            bottle_id=uuid.UUID(bottle_hex) if bottle_hex else None, score=score,
+        ))
+        if has_expansion:
+            expanded.add(hits[-1].id)
+    return _Ranked(hits, total, expanded)
+
+
+def _hit(row: tuple) -> Hit:
+    id_hex, seq, compound, title, snippet, bottle_hex = row
+    return Hit(
+        id=uuid.UUID(id_hex), seq=seq, compound=compound, title=title, snippet=" ".join(snippet.split()),
+        bottle_id=uuid.UUID(bottle_hex) if bottle_hex else None, score=1.0,
+    )
 
 
 def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]:
@@ -191,24 +365,37 @@ def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]
     body = f"FROM {target.table} m {joins} WHERE {where} AND m.compound = %s"
     with connections[target.alias].cursor() as cursor:
         cursor.execute(
-            f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, 200), {target.bottle_column}, NULL "
+            f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, 200), {target.bottle_column} "
             f"{body} ORDER BY m.seq DESC LIMIT %s",
             [*params, compound, limit],
         )
         rows = cursor.fetchall()
         cursor.execute(f"SELECT COUNT(*) {body}", [*params, compound])
         total = cursor.fetchone()[0]
-    return [_hit(row, None) for row in rows], total
+    return [_hit(row) for row in rows], total
+
 
 
 def _merge(results: list[list[Hit]], limit: int, *, by_score: bool) -> list[Hit]:
-    """Merge per-database results: by normalised score (bm25 is not comparable across files), then newest."""
+    """Merge per-database results: by score (coverage, then normalised bm25), then newest."""
     ranked = [(position, hit) for position, hits in enumerate(results) for hit in hits]
     if by_score:
         ranked.sort(key=lambda item: (-item[1].score, item[0], -item[1].seq))
     else:
         ranked.sort(key=lambda item: (-item[1].seq, item[0]))
     return [hit for _, hit in ranked[:limit]]
+
+
+def _expansions(words: Vocabulary, terms: list[str], expand_all: bool) -> dict[str, list[str]]:
+    """Typo expansions: every term of 4+ characters with ``expand_all``, else only those no indexed word starts with."""
+    typed = set(terms)
+    out = {}
+    for term in terms:
+        if len(term) >= MIN_FUZZY_TERM and (expand_all or not words.has_prefix(term)):
+            near = [word for word in words.near(term) if word not in typed]
+            if near:
+                out[term] = near
+    return out
 
 
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool) -> Found:
@@ -223,24 +410,25 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     if not terms or not targets:
         return Found([], 0, used_fuzzy=False)
 
-    strict = [_matching(target, match_expression(terms), compound, limit) for target in targets]
-    strict_total = sum(total for _, total in strict)
-    expand_all = fuzzy or (strict_total == 0 and len(query) >= MIN_FUZZY_QUERY)
-    final = []
-    widened = False
-    for target, strict_result in zip(targets, strict, strict=True):
-        words = vocabulary(target.alias, target.fts)
-        typos = [t for t in terms if len(t) >= MIN_FUZZY_TERM and (expand_all or not words.has_prefix(t))]
-        extra = sorted({word for term in typos for word in words.near(term)} - set(terms))
-        if extra:
-            widened = True
-            final.append(_matching(target, match_expression(terms, extra), compound, limit))
-        else:
-            final.append(strict_result)
-
-    hits = _merge([h for h, _ in final], limit, by_score=True)
-    total = sum(t for _, t in final)
-    used_fuzzy = widened and bool(hits) and (
-        total != strict_total or [h.id for h in hits] != [h.id for h in _merge([h for h, _ in strict], limit, by_score=True)]
-    )
-    return Found(hits, total, used_fuzzy=used_fuzzy)
+    # First pass: the typed terms, widened at once for a term no indexed word starts with (a likely typo),
+    # and for every term with ``fuzzy``. Without such a term this is the strict pass.
+    vocabularies = [vocabulary(target.alias, target.fts) for target in targets]
+    results, partly_widened = [], False
+    for target, words in zip(targets, vocabularies, strict=True):
+        expansions = _expansions(words, terms, fuzzy)
+        partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
+        results.append(_ranked(target, terms, expansions, compound, limit))
+    if not fuzzy and len(query) >= MIN_FUZZY_QUERY and (
+        not any(r.total for r in results)
+        or (partly_widened and not any(_any_match(target, terms, compound) for target in targets))
+    ):
+        # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
+        results = []
+        for target, words in zip(targets, vocabularies, strict=True):
+            expansions = _expansions(words, terms, True)
+            results.append(_ranked(target, terms, expansions, compound, limit) if expansions
+                           else _Ranked([], 0, set()))
+    hits = _merge([r.hits for r in results], limit, by_score=True)
+    expanded = set().union(*(r.expanded for r in results))
+    used_fuzzy = any(hit.id in expanded for hit in hits)
+    return Found(hits, sum(r.total for r in results), used_fuzzy=used_fuzzy)
