@@ -16,6 +16,38 @@ The authorization server is DOT (views in ``accounts.oauth_views``). This module
 Decision: one token, one endpoint. MCP clients send ``resource`` = the URL of the endpoint they connect to, so a
 token serves /mcp or /pillbox/mcp, not both; a client that asks for both resources at once (RFC 8707 allows
 repeating ``resource``) gets a token valid at both, after the user approved both on the consent page.
+
+DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``accounts.oauth_views``):
+
+1. ``OAuth2Validator.validate_bearer_token`` lets a token with an empty ``resource`` through for any audience, and
+   its audience check is a URL *prefix* match against ``request.build_absolute_uri()``: a token for
+   ``https://host/`` is valid at every path, and behind a proxy the Host decides. Hence ``verify_access_token``.
+2. Nothing in DOT allowlists ``resource``: the authorization endpoint accepts requests without one, and when the
+   grant has none the token endpoint stores whatever absolute URL the token request names.
+   ``OAUTH2_PROTECTED_RESOURCE_IDENTIFIER`` only feeds the RFC 9728 document. Hence ``McpOAuth2Validator``.
+3. ``COMPLIANT_BCP_RFC9700_PKCE_METHOD`` refuses PKCE ``plain`` only when the consent form is POSTed (oauthlib
+   accepts it at GET, so the user sees the consent page first); the authorization view refuses it at GET.
+4. ``OAUTH2_GRANT_TYPES_SUPPORTED`` / ``OAUTH2_RESPONSE_TYPES_SUPPORTED`` / ``..._AUTH_METHODS_SUPPORTED`` are
+   advertisement only; what the endpoints accept is gated by the ``COMPLIANT_BCP_RFC9700_*`` flags (set).
+5. The RFC 8414 issuer, the endpoint URLs in it, the RFC 9207 ``iss`` and the RFC 9728 ``authorization_servers``
+   come from the request's Host unless ``OIDC_ISS_ENDPOINT`` is set — it is honoured with OIDC off. Settings
+   set it to SITE_URL; a test that moves SITE_URL must move ``OAUTH2_PROVIDER["OIDC_ISS_ENDPOINT"]`` too.
+6. The metadata views ``reverse("oauth2_provider:<name>")``: our routes must sit in that namespace. Including
+   ``oauth2_provider.urls`` wholesale would also publish device flow, application management, introspection
+   (advertised in the metadata as soon as its URL name exists) and ``.well-known/oauth-protected-resource/<path>``
+   for *any* path; we mount a chosen subset.
+7. DCR (RFC 7591): one grant type per application (``refresh_token`` is implied); an omitted
+   ``token_endpoint_auth_method`` means ``client_secret_basic`` (confidential); it accepts client_credentials,
+   password and implicit and any http redirect URI, and has no rate limit — the registration view filters.
+8. CIMD: the client_id must start with ``https://`` and ``SafeMetadataFetcher`` refuses http and non-public
+   IPs (loopback too), so tests swap ``CIMD_METADATA_FETCHER``; a failed fetch is remembered in the cache for
+   ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s), so clear the cache between tests.
+9. With ``COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS`` the metadata says ``authorization_response_iss_parameter_
+   supported`` and the MCP SDK then *requires* ``iss`` from the callback handler.
+10. With ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE`` the ``token`` column is blank (lookups by SHA-256 checksum):
+    mint test tokens with ``oauth2_provider.models.set_token_value``. Revoking an access token deletes the row.
+11. ``manage.py check --deploy`` warns (W008) about ``http`` in ``ALLOWED_REDIRECT_URI_SCHEMES``; it is needed for
+    RFC 8252 loopback redirects, restricted to loopback hosts at registration, and the warning is silenced.
 """
 
 from __future__ import annotations
@@ -30,10 +62,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
-from oauthlib.oauth2.rfc6749 import errors
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
+from oauthlib.oauth2.rfc6749 import errors
 
 MCP_SCOPE = "mcp"
 # URL names of the MCP endpoints (config.urls) and the name each shows on the consent page.
@@ -136,7 +168,9 @@ def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
     if not valid:
         error = dict(getattr(oauth_request, "oauth2_error", None) or {})
         return TokenCheck(
-            None, error.get("error", "invalid_token"), str(error.get("error_description", "The access token is invalid."))
+            None,
+            error.get("error", "invalid_token"),
+            str(error.get("error_description", "The access token is invalid.")),
         )
     access_token = oauth_request.access_token
     audiences = [_normal(value) for value in (access_token.resource or []) if isinstance(value, str)]

@@ -80,23 +80,26 @@ class McpAuthorizationView(dot.AuthorizationView):
 
     def get(self, request, *args, **kwargs):
         resources = request.GET.getlist("resource")
-        if not resources or not all(resource_allowed(resource) for resource in resources):
-            try:
-                _scopes, credentials = self.validate_authorization_request(request)
-            except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
-                return self.error_response(error, application=None)
-            application = get_application_model().objects.get(client_id=credentials["client_id"])
-            description = (
-                "A resource parameter naming the MCP endpoint is required."
-                if not resources
-                else "The resource is not an MCP endpoint of this site: " + " ".join(resources)
-            )
-            error = OAuthToolkitError(
-                error=CustomOAuth2Error(error="invalid_target", description=description, state=credentials.get("state")),
-                redirect_uri=credentials["redirect_uri"],
-            )
-            return self.error_response(error, application)
-        return super().get(request, *args, **kwargs)
+        problem: tuple[str, str] | None = None
+        if not resources:
+            problem = ("invalid_target", "A resource parameter naming the MCP endpoint is required.")
+        elif not all(resource_allowed(resource) for resource in resources):
+            problem = ("invalid_target", "The resource is not an MCP endpoint of this site: " + " ".join(resources))
+        elif request.GET.get("code_challenge") and request.GET.get("code_challenge_method") != "S256":
+            # oauthlib accepts "plain" here and DOT only refuses it when the consent form is posted.
+            problem = ("invalid_request", "PKCE code_challenge_method must be S256.")
+        if problem is None:
+            return super().get(request, *args, **kwargs)
+        try:
+            _scopes, credentials = self.validate_authorization_request(request)
+        except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
+            return self.error_response(error, application=None)
+        application = get_application_model().objects.get(client_id=credentials["client_id"])
+        error = OAuthToolkitError(
+            error=CustomOAuth2Error(error=problem[0], description=problem[1], state=credentials.get("state")),
+            redirect_uri=credentials["redirect_uri"],
+        )
+        return self.error_response(error, application)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

@@ -6,7 +6,7 @@ import httpx2
 import pytest
 
 from tests.clients import http_client, run, text_of
-from tests.oauth.flow import Browser, MemoryStorage, call_with_oauth
+from tests.oauth.flow import Browser, call_with_oauth
 from tests.oauth.urls import CIMD_PATH
 
 TOOLS = {"/mcp": "get_list_usage", "/pillbox/mcp": "bottle_list"}
@@ -45,9 +45,10 @@ def test_sdk_client_discovers_registers_authorizes_and_calls_a_tool(oauth_site, 
     assert mcp_post(oauth_site.url + path, token.access_token).status_code == 200
     refused = mcp_post(oauth_site.url + other, token.access_token)
     assert refused.status_code == 401
-    assert f'resource_metadata="{oauth_site.url}/.well-known/oauth-protected-resource{other}"' in refused.headers[
-        "WWW-Authenticate"
-    ]
+    assert (
+        f'resource_metadata="{oauth_site.url}/.well-known/oauth-protected-resource{other}"'
+        in refused.headers["WWW-Authenticate"]
+    )
 
 
 def test_refresh_rotates_and_revocation_is_a_401(oauth_site, alice_login):
@@ -55,18 +56,28 @@ def test_refresh_rotates_and_revocation_is_a_401(oauth_site, alice_login):
     tokens, client_id = outcome.storage.tokens, outcome.storage.client_info.client_id
     token_url = oauth_site.url + "/o/token/"
 
-    refreshed = httpx2.post(token_url, data={
-        "grant_type": "refresh_token", "refresh_token": tokens.refresh_token, "client_id": client_id,
-        "resource": oauth_site.url + "/mcp",
-    })
+    refreshed = httpx2.post(
+        token_url,
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": tokens.refresh_token,
+            "client_id": client_id,
+            "resource": oauth_site.url + "/mcp",
+        },
+    )
     assert refreshed.status_code == 200, refreshed.text
     new = refreshed.json()
     assert new["refresh_token"] != tokens.refresh_token and new["access_token"] != tokens.access_token
     # Rotation: the old access token and the old refresh token are dead.
     assert mcp_post(oauth_site.url + "/mcp", tokens.access_token).status_code == 401
-    replay = httpx2.post(token_url, data={
-        "grant_type": "refresh_token", "refresh_token": tokens.refresh_token, "client_id": client_id,
-    })
+    replay = httpx2.post(
+        token_url,
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": tokens.refresh_token,
+            "client_id": client_id,
+        },
+    )
     assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
 
     # Replaying a rotated refresh token revoked the whole family (REFRESH_TOKEN_REUSE_PROTECTION).
@@ -87,12 +98,18 @@ def test_sdk_client_with_a_client_id_metadata_document(oauth_site, alice_login, 
     # The document is served by the live server itself; DOT's fetcher insists on https and public IPs, so the
     # test fetcher maps the https client_id to the loopback http server (tests.oauth.fetcher).
     settings.ROOT_URLCONF = "tests.oauth.urls"
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "CIMD_METADATA_FETCHER": "tests.oauth.fetcher.LoopbackFetcher"}
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER,
+        "CIMD_METADATA_FETCHER": "tests.oauth.fetcher.LoopbackFetcher",
+    }
     document_url = "https://" + oauth_site.url.removeprefix("http://") + "/" + CIMD_PATH
 
     for path in ("/mcp", "/pillbox/mcp"):
-        outcome = run(call_with_oauth(oauth_site.url + path, TOOLS[path], Browser(oauth_site.url, "alice"),
-                                      client_metadata_url=document_url))
+        outcome = run(
+            call_with_oauth(
+                oauth_site.url + path, TOOLS[path], Browser(oauth_site.url, "alice"), client_metadata_url=document_url
+            )
+        )
         assert not outcome.result.is_error, text_of(outcome.result)
         routes = [route for _, route, _ in outcome.requests]
         assert "/o/register/" not in routes  # no dynamic registration: the URL is the client_id
