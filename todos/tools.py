@@ -32,7 +32,9 @@ ID_SCHEMA: dict[str, Any] = {
     "description": "The todo's id, chosen by you when it was created (kebab-case, e.g. `buy-milk`).",
 }
 INSTANT_INPUT = "ISO 8601 date or date-time (`2026-11-30`, `2026-11-30T09:15:00Z`); no zone means UTC."
-NULLABLE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+# Nullable as anyOf branches of one type each: a `type` array is legal JSON Schema but some clients map tool
+# schemas onto single-type dialects (the MCP Inspector's --strict flags it).
+NULLABLE_INSTANT = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
 
 TODO_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -113,10 +115,10 @@ PUT_INPUT = _object(
         },
         "priority": {"type": "string", "enum": list(rules.PRIORITIES), "default": "medium"},
         "completedAt": {
-            "type": ["string", "null"],
+            "anyOf": [{"type": "string"}, {"type": "null"}],
             "description": f"When it was done, or null if pending. {INSTANT_INPUT}",
         },
-        "deadlineAt": {"type": ["string", "null"], "description": f"Due date, or null. {INSTANT_INPUT}"},
+        "deadlineAt": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": f"Due date, or null. {INSTANT_INPUT}"},
         "links": {
             "type": "array",
             "items": {**ID_SCHEMA, "description": "The id of a related todo."},

@@ -87,10 +87,8 @@ def read_arguments(
                 values[name] = spec["default"]
             continue
         value = given[name]
+        spec = _without_null(spec)
         kind = spec.get("type", "string")
-        if isinstance(kind, list):
-            # A nullable field (["string", "null"]): nulls were dropped above, so check the other type.
-            kind = next((item for item in kind if item != "null"), "string")
         if not _type_ok(value, kind):
             problems.append(Problem(name, "type", f"must be {JSON_TYPES.get(kind, kind)}, got {_json_type(value)}"))
             continue
@@ -108,6 +106,21 @@ def read_arguments(
         else:
             values[name] = value
     return values, problems
+
+
+def _without_null(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A nullable field's non-null schema: nulls were dropped as absent, so only the other branch matters.
+
+    Nullable is written either as a type array (``["string", "null"]``) or as ``anyOf`` branches.
+    """
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return {**spec, "type": next((item for item in kind if item != "null"), "string")}
+    branches = spec.get("anyOf")
+    if isinstance(branches, list):
+        branch = next((b for b in branches if isinstance(b, Mapping) and b.get("type") != "null"), {})
+        return {**{k: v for k, v in spec.items() if k != "anyOf"}, **branch}
+    return spec
 
 
 def _check_array(name: str, value: list[Any], spec: Mapping[str, Any]) -> Problem | None:
