@@ -325,9 +325,10 @@ def latency_at(root: Path, ref: ModuleType, items, queries, size: int, repeat: i
     }
     rows = {}
     for label, (qs, fuzzy) in groups.items():
-        _, ours = timed_runs(lambda q: project.search({"query": q["q"], "limit": 20, "fuzzy": fuzzy}), qs, repeat)
+        _, ours = timed_runs(
+            lambda q, f=fuzzy: project.search({"query": q["q"], "limit": 20, "fuzzy": f}), qs, repeat)
         _, engine = timed_runs(
-            lambda q: search(targets, query=q["q"], compound=None, limit=20, fuzzy=fuzzy), qs, repeat)
+            lambda q, f=fuzzy: search(targets, query=q["q"], compound=None, limit=20, fuzzy=f), qs, repeat)
         _, base = timed_runs(bare, qs, repeat)
         o, e, b = list(ours.values()), list(engine.values()), list(base.values())
         rows[label] = {"n": len(qs), "ours_p50": statistics.median(o), "ours_p95": pct(o, 95),
@@ -348,7 +349,8 @@ def print_latency(result: dict[str, Any]) -> None:
         print("| " + " | ".join([
             label, str(r["n"]), f"{r['ours_p50']:.3f}", f"{r['engine_p50']:.3f}", f"{r['bare_p50']:.3f}",
             ratio(r["ours_p50"], r["bare_p50"]), ratio(r["engine_p50"], r["bare_p50"]),
-            f"{r['ours_p95']:.3f}", f"{r['engine_p95']:.3f}", f"{r['bare_p95']:.3f}", ratio(r["ours_p95"], r["bare_p95"]),
+            f"{r['ours_p95']:.3f}", f"{r['engine_p95']:.3f}", f"{r['bare_p95']:.3f}",
+            ratio(r["ours_p95"], r["bare_p95"]),
         ]) + " |")
 
 
