@@ -110,28 +110,41 @@ def prefix_range(digits: str) -> tuple[uuid.UUID, uuid.UUID]:
     return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
 
 
+def _prefix_matches(queryset: models.QuerySet, digits: str) -> list[models.Model]:
+    low, high = prefix_range(digits)
+    return list(queryset.filter(id__gte=low, id__lte=high).order_by("id")[:10])
+
+
+def _ambiguous(raw_id: str, digits: str, matches: list[models.Model], *, noun: str, field: str) -> AmbiguousId:
+    return AmbiguousId(
+        f"The id prefix {digits} matches several {noun}s; give more digits.",
+        **{field: raw_id.strip(), "candidates": ", ".join(ids.distinguishing([m.id for m in matches]))},
+    )
+
+
 def match_prefix(queryset: models.QuerySet, raw_id: str, *, noun: str, field: str = "id") -> models.Model | None:
     """The one row of ``queryset`` whose id starts with ``raw_id``; None if none; AmbiguousId if several."""
     digits = ids.normalise(raw_id, field)
-    low, high = prefix_range(digits)
-    matches = list(queryset.filter(id__gte=low, id__lte=high).order_by("id")[:10])
+    matches = _prefix_matches(queryset, digits)
     if len(matches) > 1:
-        raise AmbiguousId(
-            f"The id prefix {digits} matches several {noun}s; give more digits.",
-            **{field: raw_id.strip(), "candidates": ", ".join(ids.distinguishing([m.id for m in matches]))},
-        )
+        raise _ambiguous(raw_id, digits, matches, noun=noun, field=field)
     return matches[0] if matches else None
 
 
 def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, field: str = "id",
            hint: str = "", discarded: bool = False) -> tuple[models.Model, str]:
-    """Find a reachable record by id or prefix: the current database first, then every registered one."""
+    """Find a reachable record by id or prefix in the current database and every registered one.
+
+    Ids are only monotonic within one database, so a prefix is checked everywhere: rows made in the same
+    minute in two databases share their first digits, and answering the first one found would be a guess.
+    """
+    digits = ids.normalise(raw_id, field)
+    found: list[tuple[models.Model, str]] = []
     for alias, bottles in reach.dbs.items():
-        if not bottles:
-            continue
-        scoped = _scoped(model, alias, bottles, discarded=discarded)
-        found = match_prefix(scoped, raw_id, noun=noun, field=field)
-        if found is not None:
-            return found, alias
-    ids.normalise(raw_id, field)
-    raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
+        if bottles:
+            found += [(row, alias) for row in _prefix_matches(_scoped(model, alias, bottles, discarded=discarded), digits)]
+    if len(found) > 1:
+        raise _ambiguous(raw_id, digits, [row for row, _ in found], noun=noun, field=field)
+    if not found:
+        raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
+    return found[0]

@@ -155,6 +155,13 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
     bottle = Bottle.objects.using(alias).order_by("id").first()
     if bottle is None:
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    clash = Registration.objects.filter(user=reach.user, name=bottle.name).exclude(bottle_id=bottle.id).first()
+    if clash is not None:
+        raise AlreadyExists(
+            f"You already have another bottle named {bottle.name}; bottle names are unique among your bottles, "
+            "so unregister that one (in the memory browser) before linking this one.",
+            name=bottle.name, bottle_id=ids.short(clash.bottle_id),
+        )
     registration, created = register(user=reach.user, bottle=bottle, db_path=path)
     return bottle, registration, created
 

@@ -730,8 +730,6 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
 # ---------------------------------------------------------------- id prefixes across databases
 
 
-@pytest.mark.xfail(strict=True, reason="pillbox/access.py locate() returns the first database's match for an id "
-                   "prefix and never looks further, so a prefix matching rows in two databases is not ambiguous_id")
 def test_tools_prefix_matching_rows_in_two_databases_is_ambiguous(site, operator, settings, tmp_path,
                                                                  local_bottles_over_http):
     """Ids are monotonic within one database only: a local bottle and a global one made in the same ~65 s share
@@ -756,9 +754,6 @@ def test_tools_prefix_matching_rows_in_two_databases_is_ambiguous(site, operator
     run(scenario())
 
 
-@pytest.mark.xfail(strict=True, reason="pillbox/services.py bottle_vinculate() registers a bottle whose name the "
-                   "caller already uses (SPEC 4.1: names are unique among the bottles a user can reach), so search "
-                   "results name two different bottles alike")
 def test_bottle_vinculate_keeps_names_unique_among_reachable_bottles(site, operator, settings, tmp_path,
                                                                    local_bottles_over_http):
     from tests.conftest import make_person
