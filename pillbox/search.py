@@ -95,11 +95,11 @@ class Vocabulary:
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
-_vocabularies: dict[tuple[str, str], tuple[object, tuple[int, int], Vocabulary]] = {}
+_vocabularies: dict[tuple, tuple[object, object, Vocabulary]] = {}
 
 
-def vocabulary(alias: str, fts_table: str) -> Vocabulary:
-    """The index's words, cached until this or another connection changes the database.
+def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
+    """Every word of a SQLite FTS5 index, cached until this or another connection changes the database.
 
     ``PRAGMA data_version`` and ``total_changes`` only mean something for the connection that read them,
     so the cache entry also remembers which connection it was read on (threads have their own).
@@ -121,6 +121,36 @@ def vocabulary(alias: str, fts_table: str) -> Vocabulary:
     return words
 
 
+def _scoped_vocabulary(target: Target) -> Vocabulary:
+    """The words of the caller's own rows only: in a database shared with others, their words must not decide
+    whether the caller's word counts as a typo (nor what it is corrected to). Cached per scope until the
+    caller's rows change (their count, newest row or latest edit)."""
+    joins, where, params = target.scope_sql()
+    body = f"FROM {target.table} m {joins} WHERE {where}"
+    key = (target.alias, target.kind, target.owner_id, target.bottles)
+    with connections[target.alias].cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*), MAX(m.seq), MAX(m.updated_at) {body}", params)
+        version = tuple(cursor.fetchone())
+        cached = _vocabularies.get(key)
+        if cached is not None and cached[1] == version:
+            return cached[2]
+        cursor.execute(f"SELECT m.title, m.content, m.compound {body}", params)
+        seen: set[str] = set()
+        for row in cursor.fetchall():
+            seen.update(WORD.findall(fold(" ".join(row))))
+    words = Vocabulary.of(list(seen))
+    _vocabularies[key] = (None, version, words)
+    return words
+
+
+def vocabulary(target: Target) -> Vocabulary:
+    if not target.on_postgres:
+        with connections[target.alias].cursor() as cursor:
+            if _everything_reachable(cursor, target):
+                return _index_vocabulary(target.alias, target.fts)
+    return _scoped_vocabulary(target)
+
+
 @dataclass(frozen=True)
 class Target:
     """One database to search, and the rows of it the caller may see."""
@@ -138,14 +168,20 @@ class Target:
     def table(self) -> str:
         return f"pillbox_{self.kind}"
 
+    @property
+    def on_postgres(self) -> bool:
+        return connections[self.alias].vendor == "postgresql"
+
     def scope_sql(self) -> tuple[str, str, list[object]]:
         """Extra joins, conditions and parameters that keep to the caller's rows of table alias ``m``."""
         if self.kind == "pill":
             marks = ", ".join(["%s"] * len(self.bottles))
+            # SQLite keeps UUIDs as 32 hex digits; PostgreSQL has a uuid type.
+            bottles = sorted(self.bottles) if self.on_postgres else [bottle.hex for bottle in sorted(self.bottles)]
             return (
                 "JOIN pillbox_prescription r ON r.id = m.prescription_id",
                 f"m.deleted_at IS NULL AND r.deleted_at IS NULL AND r.bottle_id IN ({marks})",
-                [bottle.hex for bottle in sorted(self.bottles)],
+                list(bottles),
             )
         return "", "m.deleted_at IS NULL AND m.owner_id = %s", [self.owner_id]
 
@@ -276,24 +312,42 @@ def _everything_reachable(cursor, target: Target) -> bool:
     return not cursor.fetchone()[0]
 
 
-def _from(cursor, target: Target, expression: str, compound: str | None) -> tuple[str, list[object], str]:
-    """FROM and WHERE of the caller's rows matching ``expression``, their parameters, and the row key column."""
-    fts = target.fts
-    if compound is None and _everything_reachable(cursor, target):
-        # Only the index: no join per matching row, and the count is the index's own.
-        return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid"
+def _tsquery(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
+    """PostgreSQL's form of the OR query: typed terms as prefixes, expansions as words (terms are letters and
+    digits only, so nothing here is syntax an agent typed)."""
+    return " | ".join([f"{term}:*" for term in terms] + list(expansions))
+
+
+# ts_rank_cd's weights are {D, C, B, A}: content is D, compound B, title A, in the proportions of WEIGHTS.
+PG_WEIGHTS = "{%s, 0, %s, 1.0}" % (round(WEIGHTS[1] / WEIGHTS[0], 3), round(WEIGHTS[2] / WEIGHTS[0], 3))
+
+
+def _from(cursor, target: Target, terms: list[str], words: list[str],
+          compound: str | None) -> tuple[str, list[object], str, str]:
+    """FROM and WHERE of the caller's rows matching the terms (or their expansions), their parameters, the row
+    key column, and a relevance expression where lower is better."""
     joins, where, params = target.scope_sql()
     if compound is not None:
         where += " AND m.compound = %s"
         params = [*params, compound]
+    if target.on_postgres:
+        body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
+                f"WHERE m.search_vector @@ q AND {where}")
+        return body, [_tsquery(terms, words), *params], "m.seq", f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)"
+    fts = target.fts
+    expression = match_expression(terms, words)
+    score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)})"
+    if compound is None and _everything_reachable(cursor, target):
+        # Only the index: no join per matching row, and the count is the index's own.
+        return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
     body = f"FROM {fts} JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
-    return body, [expression, *params], "m.seq"
+    return body, [expression, *params], "m.seq", score
 
 
 def _any_match(target: Target, terms: list[str], compound: str | None) -> bool:
     """Whether the strict pass (the typed terms alone) finds anything in this database."""
     with connections[target.alias].cursor() as cursor:
-        body, params, _ = _from(cursor, target, match_expression(terms), compound)
+        body, params, _, _ = _from(cursor, target, terms, [], compound)
         cursor.execute(f"SELECT 1 {body} LIMIT 1", params)
         return cursor.fetchone() is not None
 
@@ -302,13 +356,11 @@ def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], 
             limit: int) -> _Ranked:
     """The strict (or, with expansions, widened) pass over one database, re-ranked by coverage."""
     words = sorted({word for found in expansions.values() for word in found})
-    expression = match_expression(terms, words)
-    fts, weights = target.fts, ", ".join(str(w) for w in WEIGHTS)
     wanted = max(CANDIDATES, limit)
     with connections[target.alias].cursor() as cursor:
-        body, params, key = _from(cursor, target, expression, compound)
+        body, params, key, relevance = _from(cursor, target, terms, words, compound)
         cursor.execute(
-            f"SELECT {key}, bm25({fts}, {weights}) AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+            f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
             [*params, wanted],
         )
         candidates = cursor.fetchall()
@@ -343,9 +395,9 @@ def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], 
     for _, _, seq, has_expansion, score in chosen:
         _, id_hex, compound_, title, content, bottle_hex = rows[seq]
         hits.append(Hit(
-            id=uuid.UUID(id_hex), seq=seq, compound=compound_, title=title,
+            id=as_uuid(id_hex), seq=seq, compound=compound_, title=title,
             snippet=" ".join(coverage.snippet(content).split()),
-            bottle_id=uuid.UUID(bottle_hex) if bottle_hex else None, score=score,
+            bottle_id=as_uuid(bottle_hex) if bottle_hex else None, score=score,
         ))
         if has_expansion:
             expanded.add(hits[-1].id)
@@ -355,9 +407,14 @@ def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], 
 def _hit(row: tuple) -> Hit:
     id_hex, seq, compound, title, snippet, bottle_hex = row
     return Hit(
-        id=uuid.UUID(id_hex), seq=seq, compound=compound, title=title, snippet=" ".join(snippet.split()),
-        bottle_id=uuid.UUID(bottle_hex) if bottle_hex else None, score=1.0,
+        id=as_uuid(id_hex), seq=seq, compound=compound, title=title, snippet=" ".join(snippet.split()),
+        bottle_id=as_uuid(bottle_hex) if bottle_hex else None, score=1.0,
     )
+
+
+def as_uuid(value: str | uuid.UUID) -> uuid.UUID:
+    """SQLite hands back UUIDs as hex text, PostgreSQL as UUIDs."""
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
 
 def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]:
@@ -412,7 +469,7 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
 
     # First pass: the typed terms, widened at once for a term no indexed word starts with (a likely typo),
     # and for every term with ``fuzzy``. Without such a term this is the strict pass.
-    vocabularies = [vocabulary(target.alias, target.fts) for target in targets]
+    vocabularies = [vocabulary(target) for target in targets]
     results, partly_widened = [], False
     for target, words in zip(targets, vocabularies, strict=True):
         expansions = _expansions(words, terms, fuzzy)

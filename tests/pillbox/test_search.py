@@ -362,8 +362,6 @@ def test_search_merges_two_local_bottles_linked_with_vinculate(site, operator, s
     run(scenario())
 
 
-@pytest.mark.xfail(strict=True, reason="pillbox/search.py vocabulary() reads the whole FTS index of a database, so "
-                   "another user's words decide whether the caller's misspelled word is treated as a typo")
 def test_search_typo_correction_does_not_depend_on_other_users_pills(site, alice, bob):
     """SPEC §3: what a user owns is invisible to every other user. Bob's misspelled word is corrected when
     no one else uses the word he meant to type... and silently dropped when Alice's pill holds it."""
