@@ -159,6 +159,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # whitenoise serves static files from the app server itself (no separate web server needed); compressed, not

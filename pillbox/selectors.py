@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
 
 from pillbox.access import Reach, locate, match_prefix, registration_alias
 from pillbox.databases import GLOBAL
@@ -115,3 +118,109 @@ __all__ = [
     "prescription_get", "pill_get", "capsule_get", "bottle_list", "pill_compounds", "capsule_compounds",
     "narrowed_dbs", "bottle_names", "registration_alias",
 ]
+
+
+# ---------------------------------------------------------------- for people (the memory browser)
+# People see discarded rows too (to restore or purge them), and the views counters.
+
+
+@dataclass(frozen=True)
+class BottleSummary:
+    registration: Registration
+    linked: bool
+    bottle: Bottle | None  # None when its database is missing or could not be opened
+    prescriptions: int
+    pills: int
+
+
+@dataclass(frozen=True)
+class BottlePage:
+    bottle: Bottle
+    alias: str
+    prescriptions: list[Prescription]  # each annotated with live_pills
+    pills_per_day: list[tuple[date, int]]  # days with at least one live pill, oldest first
+
+
+@dataclass(frozen=True)
+class PrescriptionPage:
+    prescription: Prescription
+    alias: str
+    bottle: Bottle
+    pills: list[Pill]
+
+
+@dataclass(frozen=True)
+class PillPage:
+    pill: Pill
+    alias: str
+    prescription: Prescription
+    bottle: Bottle
+
+
+def _alias_of(reach: Reach, bottle_id: uuid.UUID) -> str | None:
+    return next((alias for alias, bottles in reach.dbs.items() if bottle_id in bottles), None)
+
+
+def _live_pills(alias: str) -> QuerySet:
+    return Pill.objects.using(alias).alive().filter(prescription__deleted_at__isnull=True)
+
+
+def bottle_summaries(*, reach: Reach) -> list[BottleSummary]:
+    summaries = []
+    for item in bottle_list(reach=reach):
+        bottle_id = item.registration.bottle_id
+        alias = _alias_of(reach, bottle_id) if item.linked else None
+        bottle = Bottle.objects.using(alias).filter(pk=bottle_id).first() if alias else None
+        prescriptions = pills = 0
+        if bottle is not None:
+            prescriptions = Prescription.objects.using(alias).alive().filter(bottle=bottle).count()
+            pills = _live_pills(alias).filter(prescription__bottle=bottle).count()
+        summaries.append(BottleSummary(registration=item.registration, linked=item.linked, bottle=bottle,
+                                       prescriptions=prescriptions, pills=pills))
+    return summaries
+
+
+def bottle_page(*, reach: Reach, bottle_id: str, include_discarded: bool = False) -> BottlePage:
+    bottle, alias = locate(reach, Bottle, bottle_id, noun="bottle", field="bottle_id")
+    rows = Prescription.objects.using(alias).filter(bottle=bottle)
+    if not include_discarded:
+        rows = rows.alive()
+    rows = rows.annotate(live_pills=Count("pills", filter=Q(pills__deleted_at__isnull=True))).order_by("-id")
+    per_day = (
+        _live_pills(alias).filter(prescription__bottle=bottle)
+        .annotate(day=TruncDate("created_at")).values_list("day").annotate(n=Count("id")).order_by("day")
+    )
+    return BottlePage(bottle=bottle, alias=alias, prescriptions=list(rows), pills_per_day=list(per_day))
+
+
+def prescription_page(*, reach: Reach, prescription_id: str, include_discarded: bool = False) -> PrescriptionPage:
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
+    pills = Pill.objects.using(alias).filter(prescription=prescription)
+    # A discarded prescription's pills went with it: show them, or the page would look empty.
+    if not include_discarded and prescription.deleted_at is None:
+        pills = pills.alive()
+    bottle = Bottle.objects.using(alias).get(pk=prescription.bottle_id)
+    return PrescriptionPage(prescription=prescription, alias=alias, bottle=bottle, pills=list(pills.order_by("-id")))
+
+
+def pill_page(*, reach: Reach, pill_id: str) -> PillPage:
+    pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    prescription = Prescription.objects.using(alias).select_related("bottle").get(pk=pill.prescription_id)
+    return PillPage(pill=pill, alias=alias, prescription=prescription, bottle=prescription.bottle)
+
+
+def capsule_list(*, reach: Reach, compound: str | None = None, include_discarded: bool = False) -> list[Capsule]:
+    rows = Capsule.objects.filter(owner=reach.user)
+    if not include_discarded:
+        rows = rows.alive()
+    if compound:
+        rows = rows.filter(compound=compound)
+    return list(rows.order_by("-id"))
+
+
+def capsule_find_any(*, reach: Reach, capsule_id: str) -> Capsule:
+    """One of the user's capsules, discarded or not."""
+    found = match_prefix(Capsule.objects.filter(owner=reach.user), capsule_id, noun="capsule")
+    if found is None:
+        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
+    return found

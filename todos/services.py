@@ -119,3 +119,30 @@ def todo_delete(*, owner: AbstractBaseUser, key: str) -> Todo:
         todo.deleted_at = todo.updated_at = now
         todo.save(update_fields=["deleted_at", "updated_at"])
     return todo
+
+
+# ---------------------------------------------------------------- for people (the /list page, admin, API)
+
+
+def todo_restore(*, owner: AbstractBaseUser, key: str) -> Todo:
+    """Bring back a deleted todo as it was (pending or completed); a live todo is returned unchanged."""
+    with transaction.atomic():
+        _, now = _lock_and_stamp(owner)
+        todo = Todo.objects.owned_by(owner).filter(key=key).first()
+        if todo is None:
+            raise NotFound()
+        if todo.deleted_at is not None:
+            todo.deleted_at = None
+            todo.updated_at = now
+            todo.save(update_fields=["deleted_at", "updated_at"])
+    return todo
+
+
+def todo_purge(*, owner: AbstractBaseUser, key: str) -> None:
+    """Delete the todo for good, freeing its place in the plan. Only a deleted todo can be purged, so a
+    person cannot lose a live one with one click; the count drops, which is what the search cache sees."""
+    with transaction.atomic():
+        _lock_and_stamp(owner)
+        deleted, _ = Todo.objects.owned_by(owner).filter(key=key, deleted_at__isnull=False).delete()
+        if not deleted:
+            raise NotFound()

@@ -1,50 +1,219 @@
+"""The home page and the Todos page (/list) for people.
+
+/list opens three ways: the signed link ``get_list_url`` hands out (``?t=``), the seed's ``?uid=&key=``, or a
+logged-in session. A page opened by a link or a key has no session behind it, so its forms post those same
+credentials back (hidden fields, never anything the visitor did not already hold); the actions work without
+JavaScript (POST, then a redirect back) and, with it, answer with the re-rendered list that the page swaps in.
+"""
+
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.text import slugify
+from django.views.decorators.http import require_POST
 
+from todos import services
 from todos.access import list_key_user, list_link_user
-from todos.selectors import todo_list, todo_usage
+from todos.exceptions import TodoError
+from todos.selectors import todo_get, todo_list, todo_usage
+from webui.forms import TodoForm
+from webui.todo_tree import todo_tree
+
+LIST_VERBS = ("add", "edit", "complete", "reopen", "delete", "restore", "purge")
+PARTIAL_HEADER = "X-Requested-With"
+PARTIAL_VALUE = "fetch"
 
 
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "webui/home.html")
 
 
-def _list_owner(request: HttpRequest) -> AbstractBaseUser | None | HttpResponse:
-    """The user whose list this request opens; None when it carries credentials that open nothing.
+@dataclass
+class ListAccess:
+    owner: AbstractBaseUser
+    # What the page carries in its links and forms: the credentials it was opened with, nothing else.
+    credentials: dict[str, str] = field(default_factory=dict)
 
-    Credentials in the URL are judged on their own: a bad link is refused even for a logged-in person,
-    who would otherwise be shown their own list while believing it is the one the link names.
+
+def _list_access(request: HttpRequest, params: QueryDict) -> ListAccess | None | HttpResponse:
+    """Whose list these parameters open; None when they carry credentials that open nothing.
+
+    Credentials are judged on their own: a bad link is refused even for a logged-in person, who would
+    otherwise be shown their own list while believing it is the one the link names.
     """
-    token, uid, key = request.GET.get("t"), request.GET.get("uid"), request.GET.get("key")
+    token, uid, key = params.get("t"), params.get("uid"), params.get("key")
     if token is not None:
-        return list_link_user(token)
+        user = list_link_user(token)
+        return ListAccess(user, {"t": token}) if user else None
     if uid is not None or key is not None:
-        return list_key_user(uid=uid, key=key) if uid and key else None
+        user = list_key_user(uid=uid, key=key) if uid and key else None
+        return ListAccess(user, {"uid": uid, "key": key}) if user else None
     if request.user.is_authenticated:
-        return request.user
-    return redirect_to_login(request.get_full_path())
+        return ListAccess(request.user)
+    return redirect_to_login(reverse("todo-list"))
 
 
-def todo_list_page(request: HttpRequest) -> HttpResponse:
-    owner = _list_owner(request)
-    if isinstance(owner, HttpResponse):
-        return owner
-    if owner is None:
-        response = render(request, "webui/list_denied.html", status=403)
-    else:
-        todos = todo_list(owner=owner, include_completed=True)
-        context = {
-            "pending": [todo for todo in todos if todo.completed_at is None],
-            "completed": [todo for todo in todos if todo.completed_at is not None],
-            "usage": todo_usage(owner=owner),
-        }
-        response = render(request, "webui/list.html", context)
-    # The URL may hold a key or a link token: keep it out of Referer headers and shared caches.
-    response["Referrer-Policy"] = "no-referrer"
+def _private(response: HttpResponse) -> HttpResponse:
+    # The URL may hold a key or a link token. strict-origin: no other site ever sees the path or query (links
+    # in descriptions carry rel=noreferrer too), and same-origin form posts still carry a real Origin header,
+    # which Django's CSRF check needs (no-referrer would make browsers send `Origin: null`).
+    response["Referrer-Policy"] = "strict-origin"
     response["Cache-Control"] = "private, no-store"
     response["X-Robots-Tag"] = "noindex"
     return response
+
+
+def _list_url(access: ListAccess, *, show_deleted: bool, anchor: str = "") -> str:
+    query = dict(access.credentials)
+    if show_deleted:
+        query["show"] = "deleted"
+    url = reverse("todo-list") + (f"?{urlencode(query)}" if query else "")
+    return url + (f"#{anchor}" if anchor else "")
+
+
+def _list_context(
+    access: ListAccess,
+    *,
+    show_deleted: bool,
+    add_form: TodoForm | None = None,
+    error: str = "",
+    failed: str = "",
+    edit_form: TodoForm | None = None,
+) -> dict[str, object]:
+    todos = todo_list(owner=access.owner, include_completed=True, include_deleted=show_deleted)
+    pending = [todo for todo in todos if todo.deleted_at is None and todo.completed_at is None]
+    completed = [todo for todo in todos if todo.deleted_at is None and todo.completed_at is not None]
+    deleted = [todo for todo in todos if todo.deleted_at is not None]
+    return {
+        "pending": todo_tree(pending),
+        "pending_count": len(pending),
+        "completed": todo_tree(completed),
+        "completed_count": len(completed),
+        "deleted": deleted,
+        "show_deleted": show_deleted,
+        "usage": todo_usage(owner=access.owner),
+        "now": timezone.now(),
+        "credentials": access.credentials,
+        "add_form": add_form or TodoForm(),
+        "parents": pending,
+        "error": error,
+        "failed": failed,
+        "edit_form": edit_form,
+        "toggle_url": _list_url(access, show_deleted=not show_deleted),
+        "self_url": _list_url(access, show_deleted=show_deleted),
+    }
+
+
+def _denied(request: HttpRequest) -> HttpResponse:
+    return _private(render(request, "webui/list_denied.html", status=403))
+
+
+def todo_list_page(request: HttpRequest) -> HttpResponse:
+    access = _list_access(request, request.GET)
+    if isinstance(access, HttpResponse):
+        return access
+    if access is None:
+        return _denied(request)
+    context = _list_context(access, show_deleted=request.GET.get("show") == "deleted")
+    return _private(render(request, "webui/list.html", context))
+
+
+def _new_key(owner: AbstractBaseUser, name: str) -> str:
+    """A kebab-case id from the name, as agents are asked to make them, numbered if already taken."""
+    base = slugify(name)[:100].strip("-") or "todo"
+    candidate, number = base, 1
+    while True:
+        try:
+            todo_get(owner=owner, key=candidate, include_deleted=True)
+        except TodoError:
+            return candidate
+        number += 1
+        candidate = f"{base}-{number}"
+
+
+def _apply(verb: str, owner: AbstractBaseUser, post: QueryDict) -> tuple[str, TodoForm | None]:
+    """Run one action; returns the id it touched and, for add and edit, the form (invalid when refused)."""
+    if verb in ("add", "edit"):
+        form = TodoForm(post)
+        if not form.is_valid():
+            return post.get("id", ""), form
+        data = form.cleaned_data
+        if verb == "add":
+            key = data["id"] or _new_key(owner, data["name"])
+            if data["id"]:
+                try:
+                    todo_get(owner=owner, key=key, include_deleted=True)
+                    form.add_error("id", "a todo with this id exists already; pick another")
+                    return key, form
+                except TodoError:
+                    pass
+            links = data["links"] or ([post["parent"]] if post.get("parent") else [])
+            completed_at = None
+        else:
+            key = data["id"]
+            current = todo_get(owner=owner, key=key)
+            links, completed_at = data["links"], current.completed_at
+        services.todo_put(
+            owner=owner,
+            key=key,
+            name=data["name"],
+            description=data["description"],
+            priority=data["priority"],
+            deadline_at=data["deadline"],
+            links=links,
+            completed_at=completed_at,
+        )
+        return key, None
+    key = post.get("id", "")
+    action = {
+        "complete": services.todo_complete,
+        "reopen": services.todo_reopen,
+        "delete": services.todo_delete,
+        "restore": services.todo_restore,
+        "purge": services.todo_purge,
+    }[verb]
+    action(owner=owner, key=key)
+    return key, None
+
+
+@require_POST
+def todo_action(request: HttpRequest, verb: str) -> HttpResponse:
+    if verb not in LIST_VERBS:
+        raise Http404
+    access = _list_access(request, request.POST)
+    if isinstance(access, HttpResponse):
+        return access
+    if access is None:
+        return _denied(request)
+    show_deleted = request.POST.get("show") == "deleted"
+    partial = request.headers.get(PARTIAL_HEADER) == PARTIAL_VALUE
+    error, form = "", None
+    try:
+        key, form = _apply(verb, access.owner, request.POST)
+    except TodoError as exc:
+        key, error = request.POST.get("id", ""), exc.message
+    refused = bool(error) or (form is not None and not form.is_valid())
+    if not refused and not partial:
+        anchor = f"todo-{key}" if verb not in ("purge",) else ""
+        return HttpResponseRedirect(_list_url(access, show_deleted=show_deleted, anchor=anchor), status=303)
+    context = _list_context(
+        access,
+        show_deleted=show_deleted,
+        add_form=form if verb == "add" and refused else None,
+        edit_form=form if verb == "edit" and refused else None,
+        error=error or ("Check the fields marked below." if refused else ""),
+        failed=key if refused else "",
+    )
+    template = "webui/_list_app.html" if partial else "webui/list.html"
+    response = render(request, template, context, status=400 if refused else 200)
+    if partial:
+        response["X-Partial"] = "todo-app"
+    return _private(response)

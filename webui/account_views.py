@@ -1,0 +1,65 @@
+"""The account page: the person's uid, their API keys, and the OAuth applications they authorised."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts.models import ApiKey
+from accounts.services import account_for, apikey_create, apikey_revoke
+from webui.forms import KeyForm
+from webui.oauth_grants import authorisation_revoke, authorisations
+
+
+def _account_context(request: HttpRequest, **extra: object) -> dict[str, object]:
+    return {
+        "account": account_for(request.user),
+        "keys": ApiKey.objects.filter(user=request.user).order_by("revoked_at", "-created_at"),
+        "apps": authorisations(user=request.user),
+        "key_form": KeyForm(),
+        **extra,
+    }
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@login_required
+def account_page(request: HttpRequest) -> HttpResponse:
+    return _no_store(render(request, "webui/account_detail.html", _account_context(request)))
+
+
+@login_required
+@require_POST
+def key_create(request: HttpRequest) -> HttpResponse:
+    form = KeyForm(request.POST)
+    if not form.is_valid():
+        return render(request, "webui/account_detail.html", _account_context(request, key_form=form), status=400)
+    key, raw = apikey_create(user=request.user, name=form.cleaned_data["name"])
+    # Shown in this response only: nothing keeps the key, so a reload or the back button cannot show it again.
+    return _no_store(render(request, "webui/account_detail.html", _account_context(request, new_key=key, raw_key=raw)))
+
+
+@login_required
+@require_POST
+def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    if not ApiKey.objects.filter(user=request.user, pk=key_id).exists():
+        raise Http404("No such key.")
+    if apikey_revoke(user=request.user, key_id=key_id):
+        messages.success(request, "Key revoked. Links to your list made before now no longer open it.")
+    return HttpResponseRedirect(reverse("account"), status=303)
+
+
+@login_required
+@require_POST
+def app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
+    if not authorisation_revoke(user=request.user, application_id=application_id):
+        raise Http404("That application holds no access to your account.")
+    messages.success(request, "Access revoked: that application must ask you again to connect.")
+    return HttpResponseRedirect(reverse("account"), status=303)

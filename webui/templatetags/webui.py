@@ -1,0 +1,57 @@
+"""Template helpers for the people's pages: Markdown, short ids, and the values of a todo's edit form."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django import template
+from django.utils.safestring import SafeString
+
+from pillbox.ids import short
+from todos.models import Todo
+from webui.forms import TodoForm
+from webui.markdown import render_markdown
+
+register = template.Library()
+
+
+@register.filter(name="markdown")
+def markdown_filter(text: str) -> SafeString:
+    return render_markdown(text or "")
+
+
+@register.filter(name="short_id")
+def short_id(value: uuid.UUID) -> str:
+    return short(value)
+
+
+@register.filter
+def utc_input(moment: datetime | None) -> str:
+    """The value an <input type="datetime-local"> shows, in UTC (the page says so)."""
+    return moment.strftime("%Y-%m-%dT%H:%M") if moment else ""
+
+
+@register.simple_tag
+def todo_fields(todo: Todo, edit_form: TodoForm | None, failed: str) -> dict[str, object]:
+    """What the todo's edit form shows: what the person typed when their edit was refused, else the todo."""
+    if edit_form is not None and failed == todo.key:
+        data = edit_form.data
+        return {
+            "name": data.get("name", ""),
+            "description": data.get("description", ""),
+            "priority": data.get("priority", ""),
+            "deadline": data.get("deadline", ""),
+            "links": data.get("links", ""),
+            "errors": edit_form.errors,
+            "open": True,
+        }
+    return {
+        "name": todo.name,
+        "description": todo.description,
+        "priority": todo.priority,
+        "deadline": utc_input(todo.deadline_at),
+        "links": ", ".join(todo.links),
+        "errors": {},
+        "open": False,
+    }
