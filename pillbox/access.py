@@ -7,6 +7,7 @@ time it is used. Over HTTP nothing is registered implicitly.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,11 @@ from django.db import IntegrityError, models, transaction
 
 from config.mcp.tools import Caller
 from pillbox import ids
-from pillbox.databases import GLOBAL, alias_for, find_local_db, has_schema, open_local
+from pillbox.databases import GLOBAL, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound
 from pillbox.models import Bottle, Pill, Prescription, Registration
+
+logger = logging.getLogger("pillbox")
 
 
 @dataclass
@@ -72,16 +75,14 @@ def registration_alias(registration: Registration) -> str | None:
 
 def reach_for(caller: Caller) -> Reach:
     local = find_local_db(caller.workdir)
-    current = GLOBAL
-    if local is not None:
-        current = open_local(local)
+    current = open_local(local) if local is not None else GLOBAL
     reach = Reach(user=caller.user, caller=caller, current=current, current_path=local)
     reach.dbs[current] = set()
-    if local is not None and caller.transport == "stdio" and has_schema(local):
-        for bottle in Bottle.objects.using(current):
-            register(user=caller.user, bottle=bottle, db_path=local)
-    reach.registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
-    for registration in reach.registrations:
+    registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
+    if local is not None and caller.transport == "stdio" and schema_ready(current):
+        registrations = _register_found_bottles(caller, current, local, registrations)
+    reach.registrations = registrations
+    for registration in registrations:
         try:
             alias = registration_alias(registration)
         except IncompatibleDb:  # a newer Pillbox wrote that file: leave it alone, the others still work
@@ -89,6 +90,25 @@ def reach_for(caller: Caller) -> Reach:
         if alias is not None:
             reach.dbs.setdefault(alias, set()).add(registration.bottle_id)
     return reach
+
+
+def _register_found_bottles(caller: Caller, alias: str, path: Path,
+                            registrations: list[Registration]) -> list[Registration]:
+    """Over stdio the file system is the access control: the project's bottle joins the user's registry the
+    first time it is used (a read when it already has, so a read-only call never takes the write lock)."""
+    known = {registration.bottle_id for registration in registrations}
+    names = {registration.name for registration in registrations}
+    added = False
+    for bottle in Bottle.objects.using(alias).exclude(id__in=known):
+        if bottle.name in names:
+            # Names are unique among a user's bottles; bottle_vinculate explains the clash when asked.
+            logger.warning("not registering bottle %s of %s: the name is taken", bottle.name, path)
+            continue
+        registrations.append(register(user=caller.user, bottle=bottle, db_path=path)[0])
+        added = True
+    if added:
+        registrations.sort(key=lambda registration: (registration.name, registration.id))
+    return registrations
 
 
 def _scoped(model: type[models.Model], alias: str, bottles: set[uuid.UUID], *, discarded: bool) -> models.QuerySet:

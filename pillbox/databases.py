@@ -93,6 +93,11 @@ def has_schema(path: Path) -> bool:
     return bool(applied_migrations(path))
 
 
+def schema_ready(alias: str) -> bool:
+    """Whether open_local found (or gave) this database its schema."""
+    return alias in _schema_checked
+
+
 def open_local(path: Path, *, create: bool = False) -> str:
     """The alias of the local database at ``path``, brought up to the current schema.
 

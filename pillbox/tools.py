@@ -49,12 +49,13 @@ def _problems_error(tool: str, problems: list[Problem], arguments: dict[str, Any
         return InvalidInput(f"The input of {tool} cannot be read: {first.field} {first.detail}.", **fields)
     content = arguments.get("content") if isinstance(arguments, dict) else None
     if isinstance(content, str) and len(content) > CONTENT_LIMIT and "content" in fields:
-        over = len(content) - CONTENT_LIMIT
+        over = texts.plural(len(content) - CONTENT_LIMIT, "character")
         advice = "trim it" if tool.endswith("_revise") else "split it into several pills"
-        fields["content"] = f"{fields['content']}: {over} characters over the limit; {advice}"
-        return ValidationFailed(f"content is {over} characters over the {CONTENT_LIMIT} limit; {advice}.", **fields)
-    return ValidationFailed(f"{len(problems)} field{'s' if len(problems) > 1 else ''} of {tool} "
-                            "break the rules; fix them and call again.", **fields)
+        fields["content"] = f"{fields['content']}: {over} over the limit; {advice}"
+        return ValidationFailed(f"content is {over} over the {CONTENT_LIMIT} limit; {advice}.", **fields)
+    verb = "breaks" if len(problems) == 1 else "break"
+    return ValidationFailed(f"{texts.plural(len(problems), 'field')} of {tool} {verb} the rules; fix "
+                            f"{'it' if len(problems) == 1 else 'them'} and call again.", **fields)
 
 
 def _blank_problems(values: dict[str, Any]) -> list[Problem]:
