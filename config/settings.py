@@ -109,6 +109,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our own static files: /api/docs/ works offline
     "oauth2_provider",
     "config",
     "accounts",
@@ -234,8 +236,32 @@ OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
 REST_FRAMEWORK = {
+    # The API's own views (config.api.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Pillbox & Todos API",
+    "DESCRIPTION": "The REST API over both products, for programs and the web pages. Authenticate with an API key "
+    "(`Authorization: Bearer pbx_…`, or `?uid=&key=`) or a signed-in session (writes then need the CSRF token).",
+    "VERSION": "0.1.0",
+    # 3.1: nullable fields are JSON Schema type lists, as in the MCP tools' input schemas the API reuses.
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SORT_OPERATIONS": False,
+    "ENUM_NAME_OVERRIDES": {"PrescriptionStatusEnum": ["open", "closed"]},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api.require_bodies"],
 }
 
 LOGGING = {

@@ -1,0 +1,65 @@
+"""Operators' view of accounts and API keys. Only a key's hash and first characters are stored, so that is all
+the admin can show; keys are made with ``manage.py createkey`` or on the account page, where they are shown once."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from accounts.models import Account, ApiKey
+from accounts.services import apikey_revoke
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ("user", "uid", "max_tasks", "link_epoch")
+    search_fields = ("user__username", "user__email", "uid")
+    list_select_related = ("user",)
+    fields = ("user", "uid", "max_tasks", "link_epoch")
+    readonly_fields = ("user", "uid", "link_epoch")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made with the user
+
+
+class KeyStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("live", "live"), ("revoked", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "live":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("shown_prefix", "user", "name", "created_at", "last_used_at", "state")
+    list_filter = (KeyStateFilter, "created_at")
+    search_fields = ("prefix", "name", "user__username", "user__account__uid")
+    list_select_related = ("user",)
+    fields = ("user", "name", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("user", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke"]
+
+    @admin.display(description="key", ordering="prefix")
+    def shown_prefix(self, key: ApiKey) -> str:
+        return f"{key.prefix}…"
+
+    @admin.display(description="state", ordering="revoked_at")
+    def state(self, key: ApiKey) -> str:
+        return f"✗ revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "live"
+
+    @admin.action(description="Revoke selected keys (and the user's /list links)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = sum(apikey_revoke(user=key.user, key_id=key.pk) for key in queryset.filter(revoked_at__isnull=True))
+        self.message_user(request, f"Revoked {count} key{'' if count == 1 else 's'}.", messages.SUCCESS)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a key is shown once when made, which the admin cannot do safely

@@ -1,0 +1,222 @@
+"""Operators' view of the global database: bottles, prescriptions, pills, capsules and the registry.
+
+Local bottles live in their projects' own files and are curated in the memory browser. Discarded rows are
+listed and marked; discarding and restoring go through the services (as the bottle's or capsule's owner would),
+so the rules hold here too: a pill in a closed prescription is not discarded, a pill of a discarded prescription
+is not restored alone. The admin's own delete is the purge, for people only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+
+from config.mcp.tools import Caller
+from pillbox import ids, services
+from pillbox.access import Reach
+from pillbox.databases import GLOBAL
+from pillbox.exceptions import PillboxError
+from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+
+
+def operator_reach(user: object, bottles: Iterable[uuid.UUID] = ()) -> Reach:
+    """What the services need to act on global rows: the bottles concerned, as if the user had registered them."""
+    caller = Caller(user=user, transport="http")  # type: ignore[arg-type]
+    return Reach(
+        user=user,
+        caller=caller,
+        current=GLOBAL,
+        current_path=None,  # type: ignore[arg-type]
+        dbs={GLOBAL: set(bottles)},
+    )
+
+
+class DiscardedFilter(admin.SimpleListFilter):
+    title = "discarded"
+    parameter_name = "discarded"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("no", "live"), ("yes", "discarded")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(deleted_at__isnull=self.value() == "no")
+        return queryset
+
+
+def _state(row: Prescription | Pill | Capsule) -> str:
+    return f"✗ discarded {row.deleted_at:%Y-%m-%d %H:%M}" if row.deleted_at else "live"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Agents and people write these through the services; operators look, discard, restore and purge."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def apply(self, request: HttpRequest, rows: Iterable[Model], verb: str, act: Callable[[Model], object]) -> None:
+        done, refused = 0, []
+        for row in rows:
+            try:
+                act(row)
+                done += 1
+            except PillboxError as error:
+                refused.append(f"{ids.short(row.pk)}: {error.message}")
+        self.message_user(request, f"{verb} {done}.", messages.SUCCESS)
+        for text in refused:
+            self.message_user(request, text, messages.ERROR)
+
+
+@admin.register(Bottle)
+class BottleAdmin(ReadOnlyAdmin):
+    list_display = ("name", "display_name", "short_id", "scope", "directory", "created_at", "views")
+    list_filter = ("scope", "created_at")
+    search_fields = ("id", "name", "display_name", "directory")
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, bottle: Bottle) -> str:
+        return ids.short(bottle.id)
+
+
+@admin.register(Prescription)
+class PrescriptionAdmin(ReadOnlyAdmin):
+    list_display = ("title", "short_id", "bottle", "status", "state", "author_name", "started_at", "ended_at")
+    list_filter = (DiscardedFilter, ("ended_at", admin.EmptyFieldListFilter), "bottle", "started_at")
+    search_fields = ("id", "title", "author_name", "author_email", "bottle__name")
+    list_select_related = ("bottle",)
+    actions = ["discard", "restore"]
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, prescription: Prescription) -> str:
+        return ids.short(prescription.id)
+
+    @admin.display(description="status")
+    def status(self, prescription: Prescription) -> str:
+        return "open" if prescription.ended_at is None else "closed"
+
+    @admin.display(description="state", ordering="deleted_at")
+    def state(self, prescription: Prescription) -> str:
+        return _state(prescription)
+
+    @admin.action(description="Discard selected prescriptions with their pills")
+    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=True),
+            "Discarded",
+            lambda rx: services.prescription_discard(
+                reach=operator_reach(request.user, [rx.bottle_id]), prescription_id=rx.pk.hex
+            ),
+        )
+
+    @admin.action(description="Restore selected prescriptions with the pills discarded with them")
+    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=False),
+            "Restored",
+            lambda rx: services.prescription_restore(
+                reach=operator_reach(request.user, [rx.bottle_id]), prescription_id=rx.pk.hex
+            ),
+        )
+
+
+@admin.register(Pill)
+class PillAdmin(ReadOnlyAdmin):
+    list_display = ("title", "short_id", "compound", "prescription", "state", "author_name", "created_at", "views")
+    list_filter = (DiscardedFilter, "compound", "created_at")
+    search_fields = ("id", "title", "content", "compound", "author_name", "author_email")
+    list_select_related = ("prescription",)
+    actions = ["discard", "restore"]
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, pill: Pill) -> str:
+        return ids.short(pill.id)
+
+    @admin.display(description="state", ordering="deleted_at")
+    def state(self, pill: Pill) -> str:
+        return _state(pill)
+
+    @admin.action(description="Discard selected pills")
+    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=True).select_related("prescription"),
+            "Discarded",
+            lambda pill: services.pill_discard(
+                reach=operator_reach(request.user, [pill.prescription.bottle_id]), pill_id=pill.pk.hex
+            ),
+        )
+
+    @admin.action(description="Restore selected pills")
+    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=False).select_related("prescription"),
+            "Restored",
+            lambda pill: services.pill_restore(
+                reach=operator_reach(request.user, [pill.prescription.bottle_id]), pill_id=pill.pk.hex
+            ),
+        )
+
+
+@admin.register(Capsule)
+class CapsuleAdmin(ReadOnlyAdmin):
+    list_display = ("title", "short_id", "compound", "owner", "state", "created_at", "views")
+    list_filter = (DiscardedFilter, "compound", "created_at")
+    search_fields = ("id", "title", "content", "compound", "owner__username")
+    list_select_related = ("owner",)
+    actions = ["discard", "restore"]
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, capsule: Capsule) -> str:
+        return ids.short(capsule.id)
+
+    @admin.display(description="state", ordering="deleted_at")
+    def state(self, capsule: Capsule) -> str:
+        return _state(capsule)
+
+    # A capsule belongs to its owner: the services act as them.
+    @admin.action(description="Discard selected capsules")
+    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=True).select_related("owner"),
+            "Discarded",
+            lambda capsule: services.capsule_discard(reach=operator_reach(capsule.owner), capsule_id=capsule.pk.hex),
+        )
+
+    @admin.action(description="Restore selected capsules")
+    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self.apply(
+            request,
+            queryset.filter(deleted_at__isnull=False).select_related("owner"),
+            "Restored",
+            lambda capsule: services.capsule_restore(reach=operator_reach(capsule.owner), capsule_id=capsule.pk.hex),
+        )
+
+
+@admin.register(Registration)
+class RegistrationAdmin(ReadOnlyAdmin):
+    """Deleting an entry unregisters the bottle for that user; the bottle's database is left as it is."""
+
+    list_display = ("name", "display_name", "user", "scope", "short_bottle_id", "linked", "db_path", "created_at")
+    list_filter = ("scope", "created_at")
+    search_fields = ("name", "display_name", "directory", "db_path", "user__username", "bottle_id")
+    list_select_related = ("user",)
+
+    @admin.display(description="bottle id", ordering="bottle_id")
+    def short_bottle_id(self, registration: Registration) -> str:
+        return ids.short(registration.bottle_id)
+
+    @admin.display(description="linked", boolean=True)
+    def linked(self, registration: Registration) -> bool:
+        return registration.scope == Bottle.SCOPE_GLOBAL or Path(registration.db_path).is_file()

@@ -1,0 +1,158 @@
+"""Pillbox records as the REST API answers them: short ids and timestamps to the second, as agents read them.
+
+Output only: input is read against the MCP tools' own schemas (``pillbox.api``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api import ShortIdField
+from pillbox import ids
+from pillbox.models import Bottle
+from pillbox.texts import iso
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class InstantField(serializers.Field):
+    """UTC, to the second (``2026-05-31T10:15:42Z``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        return iso(value)
+
+
+class BottleSerializer(serializers.Serializer):
+    id = ShortIdField()
+    name = serializers.CharField(help_text="A slug, unique among your bottles.")
+    display_name = serializers.CharField()
+    directory = serializers.CharField(help_text="Where a local bottle's project lives.")
+    scope = serializers.ChoiceField(choices=[Bottle.SCOPE_LOCAL, Bottle.SCOPE_GLOBAL])
+    created_at = InstantField()
+
+
+class RegisteredBottleSerializer(serializers.Serializer):
+    """A bottle in the caller's registry (``selectors.BottleSummary``)."""
+
+    id = ShortIdField(source="registration.bottle_id")
+    name = serializers.CharField(source="registration.name")
+    display_name = serializers.CharField(source="registration.display_name")
+    scope = serializers.ChoiceField(source="registration.scope", choices=[Bottle.SCOPE_LOCAL, Bottle.SCOPE_GLOBAL])
+    directory = serializers.CharField(source="registration.directory")
+    linked = serializers.BooleanField(help_text="False when its database file no longer exists (unlinked).")
+    prescriptions = serializers.IntegerField(help_text="Live prescriptions.")
+    pills = serializers.IntegerField(help_text="Live pills.")
+
+
+class DayCountSerializer(serializers.Serializer):
+    day = serializers.DateField()
+    pills = serializers.IntegerField()
+
+
+class BottleDetailSerializer(BottleSerializer):
+    prescriptions = serializers.IntegerField(help_text="Live prescriptions.")
+    pills_per_day = DayCountSerializer(many=True, help_text="Live pills stored per day (UTC), oldest day first.")
+
+
+class PrescriptionSerializer(serializers.Serializer):
+    id = ShortIdField()
+    bottle = ShortIdField(source="bottle_id")
+    title = serializers.CharField()
+    status = serializers.SerializerMethodField()
+    author_name = serializers.CharField(allow_blank=True)
+    author_email = serializers.CharField(allow_blank=True)
+    started_at = InstantField()
+    ended_at = InstantField(allow_null=True)
+    deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
+    pills = serializers.IntegerField(source="live_pills", help_text="Live pills.")
+
+    @extend_schema_field({"type": "string", "enum": ["open", "closed"]})
+    def get_status(self, prescription: Any) -> str:
+        return "open" if prescription.ended_at is None else "closed"
+
+
+class PillSerializer(serializers.Serializer):
+    id = ShortIdField()
+    prescription = ShortIdField(source="prescription_id")
+    compound = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    author_name = serializers.CharField(allow_blank=True)
+    author_email = serializers.CharField(allow_blank=True)
+    created_at = InstantField()
+    updated_at = InstantField()
+    deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
+
+
+class PillDetailSerializer(PillSerializer):
+    """A pill with where it lives (``selectors.PillPage`` as ``context["page"]``)."""
+
+    bottle = serializers.SerializerMethodField()
+    prescription_status = serializers.SerializerMethodField(
+        help_text="A pill can be revised or discarded only while its prescription is open."
+    )
+
+    @extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{12}$"})
+    def get_bottle(self, pill: Any) -> str:
+        return ids.short(self.context["page"].bottle.id)
+
+    @extend_schema_field({"type": "string", "enum": ["open", "closed"]})
+    def get_prescription_status(self, pill: Any) -> str:
+        return "open" if self.context["page"].prescription.ended_at is None else "closed"
+
+
+class CapsuleSerializer(serializers.Serializer):
+    id = ShortIdField()
+    compound = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    created_at = InstantField()
+    updated_at = InstantField()
+    deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
+
+
+class HitSerializer(serializers.Serializer):
+    id = ShortIdField()
+    compound = serializers.CharField()
+    title = serializers.CharField()
+    snippet = serializers.CharField(allow_blank=True)
+    bottle = serializers.SerializerMethodField(help_text="The pill's bottle; null for a capsule.")
+    bottle_name = serializers.SerializerMethodField(help_text="The pill's bottle's name; null for a capsule.")
+
+    @extend_schema_field({"type": ["string", "null"], "pattern": "^[0-9a-f]{12}$"})
+    def get_bottle(self, hit: Any) -> str | None:
+        return ids.short(hit.bottle_id) if hit.bottle_id else None
+
+    @extend_schema_field({"type": ["string", "null"]})
+    def get_bottle_name(self, hit: Any) -> str | None:
+        return self.context["bottle_names"].get(hit.bottle_id) if hit.bottle_id else None
+
+
+class SearchSerializer(serializers.Serializer):
+    total = serializers.IntegerField(help_text="How many rows match, beyond the ones shown.")
+    used_fuzzy = serializers.BooleanField(help_text="True when typo expansions contributed to the results.")
+    results = HitSerializer(many=True)
+
+
+def page_of(child: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+    """``{"count": <all matching>, "results": [...]}`` for lists cut by ``limit`` and ``offset``."""
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "count": serializers.IntegerField(help_text="All matching rows, not just this page."),
+            "results": child(many=True),
+        },
+    )
+
+
+BottlePageSerializer = page_of(RegisteredBottleSerializer, "BottlePageSerializer")
+PrescriptionPageSerializer = page_of(PrescriptionSerializer, "PrescriptionPageSerializer")
+PillPageSerializer = page_of(PillSerializer, "PillPageSerializer")
+CapsulePageSerializer = page_of(CapsuleSerializer, "CapsulePageSerializer")

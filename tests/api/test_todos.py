@@ -1,0 +1,153 @@
+"""/api/todos/: the Todos tools' contract over REST — the same JSON, the same sentences, the same isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounts.models import Account
+from tests.api.conftest import Api, browser
+from todos.formatting import TODO_KEYS
+
+MILK = {"id": "buy-milk", "name": "Buy milk", "description": "2 litres", "priority": "high"}
+
+
+def test_todos_put_creates_then_replaces_keeping_created_at(alice, alice_api):
+    created = alice_api.put("/api/todos/buy-milk/", {"name": "Buy milk", "description": ""})
+    assert created.status == 201
+    assert tuple(created.data) == TODO_KEYS
+    assert created.data["uid"] == alice.uid and created.data["priority"] == "medium"
+    replaced = alice_api.put("/api/todos/buy-milk/", {"name": "Buy oat milk", "description": "", "links": ["a", "a"]})
+    assert replaced.status == 200
+    assert replaced.data["createdAt"] == created.data["createdAt"] < replaced.data["updatedAt"]
+    assert replaced.data["name"] == "Buy oat milk" and replaced.data["links"] == ["a"]
+
+
+def test_todos_post_with_the_id_in_the_body_is_put_todo(alice_api):
+    answer = alice_api.post("/api/todos/", {**MILK, "deadlineAt": "2026-11-30"})
+    assert answer.status == 201
+    assert answer.data["deadlineAt"] == "2026-11-30T00:00:00.000Z"
+    assert alice_api.get("/api/todos/buy-milk/").data == answer.data
+
+
+def test_todos_validation_errors_read_as_the_mcp_tool_sentences(alice_api):
+    answer = alice_api.post(
+        "/api/todos/",
+        {"id": "x y", "name": "", "description": "", "priority": "urgent", "deadlineAt": "soon", "colour": "red"},
+    )
+    assert answer.status == 400 and answer.error == "validation_error"
+    assert answer.data["details"] == {
+        "id": "id must not contain whitespace",
+        "name": "name must be 1-255 characters, got 0",
+        "priority": "priority must be one of low, medium, high",
+        "deadlineAt": "deadlineAt must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z",
+        "colour": "colour is not an argument of this tool (it takes id, name, description, priority, completedAt, "
+        "deadlineAt, links)",
+    }
+    assert answer.data["message"].startswith("id must not contain whitespace; name must be 1-255 characters")
+
+
+def test_todos_body_must_be_a_json_object(alice_api):
+    assert alice_api.post("/api/todos/", ["buy-milk"]).error == "invalid_input"
+    broken = alice_api.client.post("/api/todos/", data="{", content_type="application/json")
+    assert broken.status_code == 400 and broken.json()["error"] == "invalid_input"
+
+
+def test_todos_put_refuses_a_body_id_other_than_the_url(alice_api):
+    answer = alice_api.put("/api/todos/buy-milk/", {"id": "other", "name": "x", "description": ""})
+    assert answer.status == 400 and "id" in answer.data["details"]
+
+
+def test_todos_list_orders_and_includes_on_request(alice_api):
+    alice_api.post("/api/todos/", {**MILK, "id": "low", "priority": "low"})
+    alice_api.post("/api/todos/", {**MILK, "id": "high"})
+    alice_api.post("/api/todos/", {**MILK, "id": "done"})
+    alice_api.post("/api/todos/", {**MILK, "id": "gone"})
+    assert alice_api.post("/api/todos/done/complete/").data["completedAt"] is not None
+    assert alice_api.delete("/api/todos/gone/").data["deletedAt"] is not None
+    assert [t["id"] for t in alice_api.get("/api/todos/").data] == ["high", "low"]
+    assert [t["id"] for t in alice_api.get("/api/todos/", includeCompleted="true").data] == ["high", "low", "done"]
+    everything = alice_api.get("/api/todos/", includeCompleted="1", includeDeleted="true").data
+    assert [t["id"] for t in everything] == ["high", "low", "done", "gone"]
+
+
+def test_todos_list_refuses_a_flag_that_is_not_a_boolean(alice_api):
+    answer = alice_api.get("/api/todos/", includeCompleted="maybe")
+    assert answer.status == 400
+    assert answer.data["details"] == {"includeCompleted": "includeCompleted must be a boolean, got a string"}
+
+
+def test_todos_actions_complete_reopen_delete_restore(alice_api):
+    alice_api.post("/api/todos/", MILK)
+    done = alice_api.post("/api/todos/buy-milk/complete/").data
+    assert alice_api.post("/api/todos/buy-milk/complete/").data["completedAt"] == done["completedAt"]
+    assert alice_api.post("/api/todos/buy-milk/reopen/").data["completedAt"] is None
+    assert alice_api.post("/api/todos/buy-milk/delete/").data["deletedAt"] is not None
+    assert alice_api.post("/api/todos/buy-milk/complete/").status == 404
+    assert alice_api.get("/api/todos/buy-milk/").data["deletedAt"] is not None  # get finds deleted todos
+    assert alice_api.post("/api/todos/buy-milk/restore/").data["deletedAt"] is None
+    assert alice_api.get("/api/todos/").data[0]["id"] == "buy-milk"
+
+
+def test_todos_unknown_id_is_todo_not_found(alice_api):
+    for answer in (
+        alice_api.get("/api/todos/nope/"),
+        alice_api.post("/api/todos/nope/complete/"),
+        alice_api.delete("/api/todos/nope/"),
+    ):
+        assert answer.status == 404 and answer.data == {"error": "not_found", "message": "Todo not found"}
+
+
+def test_todos_ids_with_slashes_and_unicode_reach_their_todo(alice_api):
+    alice_api.post("/api/todos/", {**MILK, "id": "home/kitchen/ñam"})
+    assert alice_api.get("/api/todos/home/kitchen/%C3%B1am/").data["id"] == "home/kitchen/ñam"
+    assert alice_api.post("/api/todos/home/kitchen/ñam/complete/").status == 200
+
+
+def test_todos_search_with_a_typo(alice_api):
+    alice_api.post("/api/todos/", {**MILK, "id": "paint", "name": "Paint the basement walls"})
+    alice_api.post("/api/todos/", MILK)
+    assert [t["id"] for t in alice_api.get("/api/todos/", q="basment").data] == ["paint"]
+    assert alice_api.get("/api/todos/", q="zzzzqqq").data == []
+    answer = alice_api.get("/api/todos/", q="")
+    assert answer.status == 400 and answer.data["details"] == {"q": "q must be 1-1000 characters, got 0"}
+
+
+def test_todos_limit_reached_is_a_conflict(alice, alice_api):
+    Account.objects.filter(user=alice.user).update(max_tasks=1)
+    assert alice_api.post("/api/todos/", MILK).status == 201
+    answer = alice_api.post("/api/todos/", {**MILK, "id": "second"})
+    assert answer.status == 409 and answer.error == "limit_reached" and "limit is 1" in answer.data["message"]
+
+
+def test_todos_other_users_todo_is_not_found_and_untouched(alice_api, bob_api, bob):
+    alice_api.post("/api/todos/", MILK)
+    for answer in (
+        bob_api.get("/api/todos/buy-milk/"),
+        bob_api.post("/api/todos/buy-milk/complete/"),
+        bob_api.delete("/api/todos/buy-milk/"),
+        bob_api.post("/api/todos/buy-milk/restore/"),
+    ):
+        assert answer.status == 404
+    assert bob_api.get("/api/todos/", includeCompleted="true", includeDeleted="true").data == []
+    assert bob_api.get("/api/todos/", q="milk").data == []
+    # Bob's own todo with the same id is his alone.
+    mine = bob_api.post("/api/todos/", {**MILK, "name": "Bob's milk"}).data
+    assert mine["uid"] == bob.uid and alice_api.get("/api/todos/buy-milk/").data["name"] == "Buy milk"
+
+
+def test_todos_purge_is_for_signed_in_people(alice, alice_api):
+    alice_api.post("/api/todos/", MILK)
+    alice_api.delete("/api/todos/buy-milk/")
+    refused = alice_api.post("/api/todos/buy-milk/purge/")
+    assert refused.status == 403 and refused.error == "forbidden" and "people" in refused.data["message"]
+    person = browser(alice)
+    assert person.post("/api/todos/buy-milk/purge/").status == 403  # no CSRF token
+    assert person.with_csrf().post("/api/todos/buy-milk/purge/").status == 204
+    assert alice_api.get("/api/todos/buy-milk/").status == 404
+
+
+@pytest.mark.parametrize("path", ["/api/todos/", "/api/todos/buy-milk/"])
+def test_todos_anonymous_is_401_with_a_challenge(path, transactional_db):
+    answer = Api().get(path)
+    assert answer.status == 401 and answer.error == "unauthorized"
+    assert answer.headers["WWW-Authenticate"].startswith("Bearer")

@@ -1,0 +1,294 @@
+"""The Todos REST API: the MCP tools' contract over HTTP.
+
+The request bodies are the tools' own input schemas, read by the same code, so a problem reads the same
+sentence here as in an agent's tool result; the answers are ``todos.formatting``'s JSON. Todo ids are chosen
+by people and agents and may hold any character but whitespace (a slash included), so the id is everything
+between ``/api/todos/`` and the last slash (or the action).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.urls import path, re_path
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.services import account_for
+from config.api import (
+    REFUSED,
+    ApiError,
+    ApiView,
+    IsPerson,
+    body,
+    query_arguments,
+    query_parameters,
+    responses,
+)
+from todos import rules, selectors, services
+from todos.exceptions import LimitReached, NotFound, TodoError, ValidationFailed
+from todos.formatting import format_todo, format_todos
+from todos.models import Todo
+from todos.serializers import TodoSerializer
+from todos.timestamps import BadInstant, parse_instant
+from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, read
+
+_ERRORS: dict[type[TodoError], tuple[int, str]] = {
+    NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    ValidationFailed: (status.HTTP_400_BAD_REQUEST, "validation_error"),
+    LimitReached: (status.HTTP_409_CONFLICT, "limit_reached"),
+}
+REPLACE_INPUT: dict[str, Any] = {
+    **PUT_INPUT,
+    "properties": {name: spec for name, spec in PUT_INPUT["properties"].items() if name != "id"},
+    "required": [name for name in PUT_INPUT["required"] if name != "id"],
+}
+# What rules.id_problem accepts: no whitespace, no control characters.
+ID_PATTERN = rf"^[^\s{REFUSED}]+$"
+ID_PATTERNS = {"id": ID_PATTERN, "links[]": ID_PATTERN}
+INSTANT_DOC = {
+    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}, {"type": "null"}]
+}
+PUT_DOC, REPLACE_DOC = (
+    {
+        **schema,
+        "properties": {
+            name: {**INSTANT_DOC, "description": spec["description"]} if name in ("completedAt", "deadlineAt") else spec
+            for name, spec in schema["properties"].items()
+        },
+    }
+    for schema in (PUT_INPUT, REPLACE_INPUT)
+)
+TODO_ID = OpenApiParameter(
+    "todo_id",
+    {"type": "string", "minLength": 1, "maxLength": rules.ID_MAX, "pattern": ID_PATTERN},
+    OpenApiParameter.PATH,
+    description="The todo's id (1-128 characters, no whitespace).",
+)
+LIST_PARAMETERS = [
+    *query_parameters(LIST_INPUT),
+    *query_parameters(
+        {"properties": {name: spec for name, spec in SEARCH_INPUT["properties"].items() if name != "includeCompleted"}},
+        rename={"query": "q"},
+    ),
+]
+
+
+def fail_on(problems: Mapping[str, str], schema: Mapping[str, Any]) -> None:
+    """One sentence for every bad field, in the schema's order, as the MCP tools word them."""
+    if problems:
+        order = {name: position for position, name in enumerate(schema.get("properties", {}))}
+        fields = sorted(problems, key=lambda name: order.get(name, len(order)))
+        raise ApiError(
+            status.HTTP_400_BAD_REQUEST,
+            "validation_error",
+            "; ".join(problems[name] for name in fields),
+            {name: problems[name] for name in fields},
+        )
+
+
+def _instant(values: Mapping[str, Any], name: str, problems: dict[str, str]) -> Any:
+    text = values.get(name)
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except BadInstant:
+        problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
+        return None
+
+
+def _key(todo_id: str) -> str:
+    if problem := rules.id_problem(todo_id):
+        raise ApiError(status.HTTP_400_BAD_REQUEST, "validation_error", problem, {"id": problem})
+    return todo_id
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, Mapping):
+        raise ApiError(status.HTTP_400_BAD_REQUEST, "invalid_input", "The request body must be a JSON object")
+    return dict(request.data)
+
+
+class TodosView(ApiView):
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, TodoError):
+            code, name = _ERRORS.get(type(exc), (status.HTTP_400_BAD_REQUEST, "validation_error"))
+            exc = ApiError(code, name, exc.message)
+        return super().handle_exception(exc)
+
+    def answer(self, todo: Todo, code: int = status.HTTP_200_OK) -> Response:
+        return Response(format_todo(todo, uid=account_for(self.request.user).uid), status=code)
+
+    def put_todo(self, arguments: Mapping[str, Any]) -> Response:
+        """``put_todo``: create, or replace every field (201 when it was created)."""
+        values, problems = read(PUT_INPUT, arguments, multiline=("description",))
+        if "id" in values and (problem := rules.id_problem(values["id"])):
+            problems.setdefault("id", problem)
+        if "links" in values and (link_problems := rules.links_problems(values["links"])):
+            problems.setdefault("links", "; ".join(link_problems))
+        completed_at = _instant(values, "completedAt", problems)
+        deadline_at = _instant(values, "deadlineAt", problems)
+        fail_on(problems, PUT_INPUT)
+        todo = services.todo_put(
+            owner=self.request.user,
+            key=values["id"],
+            name=values["name"],
+            description=values["description"],
+            priority=values["priority"],
+            completed_at=completed_at,
+            deadline_at=deadline_at,
+            links=values["links"],
+        )
+        # A replace always stamps a later updatedAt than the createdAt it keeps.
+        return self.answer(todo, status.HTTP_201_CREATED if todo.created_at == todo.updated_at else status.HTTP_200_OK)
+
+
+class TodoListView(TodosView):
+    @extend_schema(
+        operation_id="todos_list",
+        summary="List or search todos",
+        description="Pending todos first (priority high to low, then soonest deadline, then oldest), then completed "
+        "ones with includeCompleted (newest completion first), then deleted ones with includeDeleted. With q, a "
+        "fuzzy search instead, as the search_todos tool.",
+        parameters=LIST_PARAMETERS,
+        responses=responses({200: TodoSerializer(many=True)}, 400),
+    )
+    def get(self, request: Request) -> Response:
+        uid = account_for(request.user).uid
+        if "q" in request.query_params:
+            arguments = query_arguments(request, SEARCH_INPUT, rename={"query": "q"})
+            values, problems = read(SEARCH_INPUT, arguments)
+            problems = {
+                ("q" if name == "query" else name): text.replace("query", "q", 1) if name == "query" else text
+                for name, text in problems.items()
+            }
+            fail_on(problems, {"properties": {"q": {}, **SEARCH_INPUT["properties"]}})
+            todos = selectors.todo_search(
+                owner=request.user,
+                query=values["query"],
+                include_completed=values["includeCompleted"],
+                limit=values["limit"],
+            )
+            return Response(format_todos(todos, uid=uid))
+        values, problems = read(LIST_INPUT, query_arguments(request, LIST_INPUT))
+        fail_on(problems, LIST_INPUT)
+        todos = selectors.todo_list(
+            owner=request.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
+        )
+        return Response(format_todos(todos, uid=uid))
+
+    @extend_schema(
+        operation_id="todos_put",
+        summary="Create or replace a todo (id in the body)",
+        description="As the put_todo tool: creates the todo, or replaces every field of the todo with this id "
+        "(createdAt is kept, a deleted todo is restored). 201 when created, 200 when replaced.",
+        request=body(PUT_DOC, patterns=ID_PATTERNS),
+        responses=responses({200: TodoSerializer, 201: TodoSerializer}, 400, 409),
+    )
+    def post(self, request: Request) -> Response:
+        return self.put_todo(_body(request))
+
+
+class TodoDetailView(TodosView):
+    @extend_schema(
+        operation_id="todos_get",
+        summary="Read a todo (deleted ones too)",
+        parameters=[TODO_ID],
+        responses=responses({200: TodoSerializer}, 400, 404),
+    )
+    def get(self, request: Request, todo_id: str) -> Response:
+        return self.answer(selectors.todo_get(owner=request.user, key=_key(todo_id), include_deleted=True))
+
+    @extend_schema(
+        operation_id="todos_replace",
+        summary="Create or replace the todo with this id",
+        description="As put_todo, with the id in the URL: every field takes the value given or its default. "
+        "201 when created, 200 when replaced.",
+        parameters=[TODO_ID],
+        request=body(REPLACE_DOC, patterns=ID_PATTERNS),
+        responses=responses({200: TodoSerializer, 201: TodoSerializer}, 400, 409),
+    )
+    def put(self, request: Request, todo_id: str) -> Response:
+        body = _body(request)
+        if "id" in body and body["id"] != todo_id:
+            problem = "id in the body must be the id in the URL (or be left out)"
+            raise ApiError(status.HTTP_400_BAD_REQUEST, "validation_error", problem, {"id": problem})
+        return self.put_todo({**body, "id": todo_id})
+
+    @extend_schema(
+        operation_id="todos_destroy",
+        summary="Delete a todo (soft: it can be restored)",
+        parameters=[TODO_ID],
+        responses=responses({200: TodoSerializer}, 400, 404),
+    )
+    def delete(self, request: Request, todo_id: str) -> Response:
+        return self.answer(services.todo_delete(owner=request.user, key=_key(todo_id)))
+
+
+def _action(verb: str, service: Callable[..., Todo], summary: str, description: str) -> type[TodosView]:
+    @extend_schema(
+        operation_id=f"todos_{verb}",
+        summary=summary,
+        description=description,
+        parameters=[TODO_ID],
+        request=None,
+        responses=responses({200: TodoSerializer}, 400, 404),
+    )
+    def post(self: TodosView, request: Request, todo_id: str) -> Response:
+        return self.answer(service(owner=request.user, key=_key(todo_id)))
+
+    return type(f"Todo{verb.title()}View", (TodosView,), {"post": post})
+
+
+class TodoPurgeView(TodosView):
+    permission_classes = [IsPerson]
+
+    @extend_schema(
+        operation_id="todos_purge",
+        summary="Purge a deleted todo for good (people only)",
+        description="Frees its place in the plan. Only a deleted todo can be purged, and only by a "
+        "signed-in person (session and CSRF token), never with an API key.",
+        parameters=[TODO_ID],
+        request=None,
+        responses=responses({204: None}, 400, 403, 404),
+    )
+    def post(self, request: Request, todo_id: str) -> Response:
+        services.todo_purge(owner=request.user, key=_key(todo_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+ACTIONS: dict[str, type[TodosView]] = {
+    "complete": _action(
+        "complete",
+        services.todo_complete,
+        "Complete a todo",
+        "completedAt = now; a completed todo is returned unchanged; 404 for a deleted one.",
+    ),
+    "reopen": _action("reopen", services.todo_reopen, "Reopen a completed todo", "Clears completedAt."),
+    "delete": _action(
+        "delete",
+        services.todo_delete,
+        "Delete a todo (soft)",
+        "The same as DELETE on the todo: it can be restored, and counts in the plan until purged.",
+    ),
+    "restore": _action(
+        "restore",
+        services.todo_restore,
+        "Restore a deleted todo",
+        "Brings it back as it was; a live todo is returned unchanged.",
+    ),
+    "purge": TodoPurgeView,
+}
+
+urlpatterns = [
+    path("", TodoListView.as_view(), name="api-todos"),
+    *(
+        re_path(rf"^(?P<todo_id>.+)/{verb}/$", view.as_view(), name=f"api-todo-{verb}")
+        for verb, view in ACTIONS.items()
+    ),
+    re_path(r"^(?P<todo_id>.+)/$", TodoDetailView.as_view(), name="api-todo"),
+]
