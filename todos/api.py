@@ -174,8 +174,13 @@ class TodoListView(TodosView):
                 limit=values["limit"],
             )
             return Response(format_todos(todos, uid=uid))
-        values, problems = read(LIST_INPUT, query_arguments(request, LIST_INPUT))
-        fail_on(problems, LIST_INPUT)
+        # limit only cuts search results, but a bad one is refused here too rather than silently ignored.
+        listing = {
+            **LIST_INPUT,
+            "properties": {**LIST_INPUT["properties"], "limit": SEARCH_INPUT["properties"]["limit"]},
+        }
+        values, problems = read(listing, query_arguments(request, listing))
+        fail_on(problems, listing)
         todos = selectors.todo_list(
             owner=request.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
         )

@@ -70,10 +70,11 @@ def test_todos_list_orders_and_includes_on_request(alice_api):
     assert [t["id"] for t in everything] == ["high", "low", "done", "gone"]
 
 
-def test_todos_list_refuses_a_flag_that_is_not_a_boolean(alice_api):
+def test_todos_list_refuses_a_flag_that_is_not_a_boolean_and_a_bad_limit(alice_api):
     answer = alice_api.get("/api/todos/", includeCompleted="maybe")
     assert answer.status == 400
     assert answer.data["details"] == {"includeCompleted": "includeCompleted must be a boolean, got a string"}
+    assert alice_api.get("/api/todos/", limit=0).data["details"] == {"limit": "limit must be 1-100, got 0"}
 
 
 def test_todos_actions_complete_reopen_delete_restore(alice_api):
