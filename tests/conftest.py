@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from django.core.cache import cache
 
 from accounts.services import account_for, apikey_create, user_get_or_create
 from pillbox.databases import forget_local_aliases
@@ -43,3 +44,11 @@ def _forget_local_databases():
     forget_local_aliases()
     yield
     forget_local_aliases()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rate limits and throttles count in Django's cache: one test's failures must not throttle the next."""
+    cache.clear()
+    yield
+    cache.clear()
