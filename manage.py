@@ -4,7 +4,9 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # The stdio MCP servers load only the apps an agent's process uses (see config/settings_stdio.py).
+    stdio = len(sys.argv) > 1 and sys.argv[1] == "mcp"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio" if stdio else "config.settings")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -53,7 +53,7 @@ STAGES = '''
 import json, os, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {repo!r})
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio")
 import django
 django.setup()
 t1 = time.perf_counter()
@@ -150,10 +150,38 @@ def heaviest_imports(cmd: list[str], cwd: Path, env: dict[str, str], top: int = 
     return sorted(totals.items(), key=lambda item: -item[1])[:top]
 
 
+def quick(a: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="cold_start_")).resolve()
+    try:
+        home, project = tmp / "home", tmp / "project"
+        home.mkdir()
+        project.mkdir()
+        sdk_file = tmp / "minimal_server.py"
+        sdk_file.write_text(SDK_SERVER)
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
+        env.update(PILLBOX_HOME=str(home), PILLBOX_USER="bench")
+        ours_cmd = [PYTHON, str(REPO / "manage.py"), "mcp", "pillbox"]
+        sdk_cmd = [PYTHON, str(sdk_file)]
+        one_run(ours_cmd, project, env)
+        one_run(sdk_cmd, project, env)
+        ours = statistics.median(one_run(ours_cmd, project, env)[1] for _ in range(3))
+        sdk = statistics.median(one_run(sdk_cmd, project, env)[1] for _ in range(3))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratio = ours / sdk
+    print(f"stdio cold start to tools/list: ours {ours:.0f} ms, SDK minimal {sdk:.0f} ms, ratio {ratio:.2f} "
+          f"(goal 1.1, guard 2.2)")
+    return 0 if ratio <= 2.2 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7, help="timed starts of each server (median taken)")
+    ap.add_argument("--quick", action="store_true",
+                    help="CI guard: 3 runs, no breakdown; exit 1 when ours is over 2.2x the SDK's (2x the 1.1x goal)")
     a = ap.parse_args(argv)
+    if a.quick:
+        return quick(a)
 
     tmp = Path(tempfile.mkdtemp(prefix="cold_start_")).resolve()
     try:
