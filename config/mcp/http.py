@@ -6,8 +6,10 @@ this module only speaks HTTP: method, Origin, size, authentication, media types,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +17,6 @@ from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as types
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -45,6 +46,21 @@ BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 Authenticator = Callable[[HttpRequest], "Caller | HttpResponse"]
+
+_thread_loops = threading.local()
+
+
+def run_here(coroutine: Any) -> Any:
+    """Run the SDK's dispatch to completion on an event loop kept by this request thread.
+
+    The view is synchronous (it must work under WSGI, and Django's ORM is sync); asgiref's async_to_sync would
+    make a new event loop in a new thread for every request. The tool itself runs off the loop (see
+    config.mcp.server), as Django requires of ORM calls.
+    """
+    loop = getattr(_thread_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _thread_loops.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(coroutine)
 
 
 @dataclass
@@ -146,8 +162,8 @@ class McpEndpoint:
             data = {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version}
             return _json(_error(types.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data=data), 400)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return async_to_sync(self._modern)(request, caller, decoded)
-        return async_to_sync(self._legacy)(request, caller, decoded, version or DEFAULT_VERSION)
+            return run_here(self._modern(request, caller, decoded))
+        return run_here(self._legacy(request, caller, decoded, version or DEFAULT_VERSION))
 
     def _dispatch_context(self, request: HttpRequest, request_id: Any) -> _HttpDispatchContext:
         return _HttpDispatchContext(

@@ -7,6 +7,7 @@ the stdio runner enters a lifespan that yields it once for the process.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
+import asyncio
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -45,6 +47,9 @@ def tool_listing(tool: Tool) -> types.Tool:
 
 
 ROOTS_TIMEOUT = 5
+# HTTP tool calls run here, off the request thread's event loop (Django refuses ORM calls on a thread with a
+# running loop); threads are reused, and each keeps its database connection.
+_http_tools = ThreadPoolExecutor(max_workers=16, thread_name_prefix="mcp-tool")
 
 
 @dataclass
@@ -85,10 +90,9 @@ async def resolve_caller(ctx: Any) -> Caller:
 
 def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, Any]) -> ToolReply:
     """Run one handler synchronously; every failure becomes a tool result, never a trace."""
-    long_lived = caller.transport == "stdio"
-    if long_lived:
-        # No request signals fire in a stdio process: drop connections a failed call left unusable.
-        close_old_connections()
+    # No request signals fire in a stdio process nor in the HTTP tool threads: drop connections a failed call
+    # left unusable, or that outlived CONN_MAX_AGE.
+    close_old_connections()
     try:
         reply = tool.handler(caller, arguments)
     except ToolFailure as failure:
@@ -97,8 +101,7 @@ def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, 
         logger.exception("tool %s failed", tool.name)
         return ToolReply(toolset.internal_error_text, is_error=True)
     finally:
-        if long_lived:
-            close_old_connections()
+        close_old_connections()
     return reply if isinstance(reply, ToolReply) else ToolReply(str(reply))
 
 
@@ -118,7 +121,12 @@ def build_server(
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         caller = await resolve_caller(ctx)
-        reply = await run(toolset, tool, caller, dict(params.arguments or {}))
+        arguments = dict(params.arguments or {})
+        if caller.transport == "http":
+            loop = asyncio.get_running_loop()
+            reply = await loop.run_in_executor(_http_tools, run_tool, toolset, tool, caller, arguments)
+        else:
+            reply = await run(toolset, tool, caller, arguments)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=reply.text)],
             structured_content=reply.structured,
