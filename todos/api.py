@@ -33,7 +33,7 @@ from todos.exceptions import LimitReached, NotFound, TodoError, ValidationFailed
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
 from todos.serializers import TodoSerializer
-from todos.timestamps import BadInstant, parse_instant
+from todos.timestamps import read_instant
 from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, read
 
 _ERRORS: dict[type[TodoError], tuple[int, str]] = {
@@ -90,15 +90,6 @@ def fail_on(problems: Mapping[str, str], schema: Mapping[str, Any]) -> None:
         )
 
 
-def _instant(values: Mapping[str, Any], name: str, problems: dict[str, str]) -> Any:
-    text = values.get(name)
-    if text is None:
-        return None
-    try:
-        return parse_instant(text)
-    except BadInstant:
-        problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
-        return None
 
 
 def _key(todo_id: str) -> str:
@@ -130,8 +121,8 @@ class TodosView(ApiView):
             problems.setdefault("id", problem)
         if "links" in values and (link_problems := rules.links_problems(values["links"])):
             problems.setdefault("links", "; ".join(link_problems))
-        completed_at = _instant(values, "completedAt", problems)
-        deadline_at = _instant(values, "deadlineAt", problems)
+        completed_at = read_instant(values, "completedAt", problems)
+        deadline_at = read_instant(values, "deadlineAt", problems)
         fail_on(problems, PUT_INPUT)
         todo = services.todo_put(
             owner=self.request.user,

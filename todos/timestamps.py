@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 # datetime.fromisoformat (3.11) reads calendar and week dates, basic and extended forms, comma decimals and
 # offsets; ISO 8601 also has ordinal dates (2026-334) and the end-of-day hour 24:00, which it does not read.
@@ -53,3 +55,15 @@ def format_instant(moment: datetime | None) -> str | None:
         f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
         f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
     )
+
+
+def read_instant(values: Mapping[str, Any], name: str, problems: dict[str, str]) -> datetime | None:
+    """The instant in ``values[name]`` (None when absent); a bad one is recorded in ``problems`` under its name."""
+    text = values.get(name)
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except BadInstant:
+        problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
+        return None

@@ -18,7 +18,7 @@ from todos import rules, selectors, services
 from todos.access import list_url
 from todos.exceptions import TodoError
 from todos.formatting import format_todo, format_todos, format_usage, to_json
-from todos.timestamps import BadInstant, parse_instant
+from todos.timestamps import read_instant
 
 Arguments = dict[str, Any]
 
@@ -118,7 +118,10 @@ PUT_INPUT = _object(
             "anyOf": [{"type": "string"}, {"type": "null"}],
             "description": f"When it was done, or null if pending. {INSTANT_INPUT}",
         },
-        "deadlineAt": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": f"Due date, or null. {INSTANT_INPUT}"},
+        "deadlineAt": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": f"Due date, or null. {INSTANT_INPUT}",
+        },
         "links": {
             "type": "array",
             "items": {**ID_SCHEMA, "description": "The id of a related todo."},
@@ -199,15 +202,6 @@ def _id_argument(arguments: Any) -> str:
     return values["id"]
 
 
-def _instant(values: Arguments, name: str, problems: dict[str, str]) -> Any:
-    text = values.get(name)
-    if text is None:
-        return None
-    try:
-        return parse_instant(text)
-    except BadInstant:
-        problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
-        return None
 
 
 # --- replies ---------------------------------------------------------------------------------------------
@@ -267,8 +261,8 @@ def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
         problems.setdefault("id", problem)
     if "links" in values and (link_problems := rules.links_problems(values["links"])):
         problems.setdefault("links", "; ".join(link_problems))
-    completed_at = _instant(values, "completedAt", problems)
-    deadline_at = _instant(values, "deadlineAt", problems)
+    completed_at = read_instant(values, "completedAt", problems)
+    deadline_at = read_instant(values, "deadlineAt", problems)
     fail_on(problems, PUT_INPUT)
     todo = services.todo_put(
         owner=caller.user,
