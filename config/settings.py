@@ -125,6 +125,7 @@ MIDDLEWARE = [
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "accounts.auth.LoginThrottleMiddleware",  # failed logins per IP per window (LOGIN_RATE_LIMIT)
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -232,6 +233,10 @@ OAUTH2_PROVIDER = {
 }
 # Client registrations per IP per window (count, seconds), counted in the default cache.
 OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
+# Failed credentials per client IP per window (count, seconds), counted in the default cache: API keys and tokens
+# at the MCP endpoints (accounts.auth.mcp_caller), and passwords at the login forms (LoginThrottleMiddleware).
+AUTH_FAILURE_RATE_LIMIT = (int(os.environ.get("AUTH_FAILURE_RATE_LIMIT") or 20), 60)
+LOGIN_RATE_LIMIT = (int(os.environ.get("LOGIN_RATE_LIMIT") or 10), 60)
 # W008 warns that http redirect URIs are allowed: they are, for loopback only (see ALLOWED_REDIRECT_URI_SCHEMES).
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
@@ -264,11 +269,27 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api.require_bodies"],
 }
 
+# Every handler scrubs credentials (?key=, ?t=, token=, Authorization, pbx_ keys) from what it writes
+# (config/logging.py). Django's own defaults would send "django" and "django.server" (the runserver request
+# lines, query strings included) to handlers without that filter, so both are routed here explicitly.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}},
+    "filters": {"scrub_secrets": {"()": "config.logging.ScrubSecrets"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"},
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain",
+                   "filters": ["scrub_secrets"]},
+        "server": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "server",
+                   "filters": ["scrub_secrets"]},
+    },
+    "loggers": {
+        "django": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "django.server": {"handlers": ["server"], "level": "INFO", "propagate": False},
+    },
     "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
 

@@ -137,17 +137,32 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
     return bottle
 
 
+def _named_directory(raw: str) -> Path:
+    """The directory an agent or a person typed; ``~name`` of an unknown user names nothing."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise DbNotFound(f"There is no .pillbox/pillbox.db in {raw}.", directory=raw) from None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name longer than the file system allows, a path it cannot look at
+        return False
+
+
 def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Registration, bool]:
     """Link an existing local bottle database into the caller's registry; True when newly linked."""
     if refusal := _remote_refusal(reach, "link directories"):
         raise refusal
     base = _workdir(reach)
-    target = (base / Path(directory).expanduser()).resolve() if directory else base
+    target = (base / _named_directory(directory)).resolve() if directory else base
     path = db_file(target)
     global_file = global_db_file()
     if global_file is not None and (path.resolve() == global_file or (target / "pillbox.db").resolve() == global_file):
         raise CircularLink("That directory holds the global database, which is always linked.", directory=str(target))
-    if not path.is_file():
+    if not _is_file(path):
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
     if not has_schema(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
@@ -374,9 +389,9 @@ def registration_repair(*, user: object, registration_id: int, directory: str) -
     registration = Registration.objects.filter(user=user, pk=registration_id).first()
     if registration is None:
         raise NotFound("No such bottle in your registry.", registration=registration_id)
-    target = Path(directory).expanduser().resolve()
+    target = _named_directory(directory).resolve()
     path = db_file(target)
-    if not path.is_file():
+    if not _is_file(path):
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
     if not has_schema(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))

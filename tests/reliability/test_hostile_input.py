@@ -1,0 +1,392 @@
+"""Hostile input: whatever an agent sends, every tool answers with the SPEC's errors, never an internal error and
+never a trace. Pillbox errors are ``error: <code>`` with a code of SPEC §4.4 other than ``internal_error``; Todos
+errors are one plain sentence.
+
+The bulk calls the tool handlers in-process (thousands of cases a minute); a smaller share goes through the real
+HTTP endpoint, where malformed JSON-RPC envelopes and headers are thrown at it too (never a 500).
+
+    HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/reliability/test_hostile_input.py   # >10,000 cases
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import pillbox.tools
+import todos.tools
+from config.mcp.server import run_tool
+from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
+from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture
+from tests.reliability.fuzz import HOSTILE_STRINGS, LONG, PER_TOOL, arguments_for, fuzz_settings, hostile, json_values
+from tests.reliability.helpers import MCP_PATHS, assert_no_trace, pillbox_code
+
+TOOLSETS: dict[str, ToolSet] = {"pillbox": pillbox.tools.TOOLSET, "todos": todos.tools.TOOLSET}
+ALL_TOOLS = [(server, tool) for server, toolset in TOOLSETS.items() for tool in toolset.tools]
+AUTHOR = {"author_name": "Ada", "author_email": "ada@example.com"}
+
+
+@dataclass
+class Playground:
+    remote: Caller  # over HTTP: no working directory, the global database
+    local: Caller  # over stdio, in a project with a local bottle
+    key: str
+    ids: list[str]  # real records' ids in every form an agent may write them
+
+
+def _id(text: str) -> str:
+    match = re.search(r"^id: ([0-9a-f]{12})$", text, re.M)
+    assert match, text
+    return match.group(1)
+
+
+@pytest.fixture
+def playground(alice, tmp_path, monkeypatch, local_bottles_over_http) -> Playground:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))  # `~` in a fuzzed directory must never reach the real home
+    project = home / "project"
+    project.mkdir()
+    remote = Caller(user=alice.user, transport="http")
+    local = Caller(user=alice.user, transport="stdio", workdir=project)
+
+    def ok(caller: Caller, server: str, tool: str, **arguments: Any) -> str:
+        reply = run_tool(TOOLSETS[server], TOOLSETS[server].by_name[tool], caller, arguments)
+        assert not reply.is_error, reply.text
+        return reply.text
+
+    shorts: list[str] = []
+    for caller, scope in ((remote, "global"), (local, "local")):
+        bottle = _id(ok(caller, "pillbox", "bottle_create", name=f"fuzz-{scope}", display_name="Fuzz", scope=scope))
+        rx = _id(ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Fuzzing", **AUTHOR))
+        closed = _id(ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Closed", **AUTHOR))
+        pill = _id(
+            ok(
+                caller,
+                "pillbox",
+                "pill_store",
+                prescription_id=rx,
+                title="A pill",
+                content="auth tokens",
+                compound="decision",
+                **AUTHOR,
+            )
+        )
+        ok(caller, "pillbox", "prescription_close", id=closed)
+        shorts += [bottle, rx, closed, pill]
+    shorts.append(_id(ok(remote, "pillbox", "capsule_store", title="A capsule", content="x", compound="convention")))
+    for key in ("fuzz-todo", "other-todo"):
+        ok(remote, "todos", "put_todo", id=key, name="Fuzz the tools", description="auth")
+    ids = [
+        *shorts,
+        *(short[:8] for short in shorts),
+        *(short.upper() for short in shorts),
+        *(str(uuid.UUID(short.ljust(32, "0")))[:23] for short in shorts),
+        "fuzz-todo",
+        "other-todo",
+    ]
+    return Playground(remote, local, alice.key, ids)
+
+
+def check_answer(server: str, text: str, is_error: bool) -> None:
+    assert_no_trace(text)
+    if not is_error:
+        return
+    if server == "pillbox":
+        pillbox_code(text)  # the SPEC's layout, and a code other than internal_error
+    else:
+        assert text.strip(), "an empty error"
+        assert text != TOOLSETS["todos"].internal_error_text and not text.startswith("error:"), text[:500]
+
+
+def call_in_process(server: str, tool: Tool, caller: Caller, arguments: Any) -> None:
+    """Any exception other than ToolFailure escapes and fails the test: it would be an internal error."""
+    try:
+        reply = tool.handler(caller, arguments)
+    except ToolFailure as failure:
+        check_answer(server, failure.text, True)
+        return
+    if isinstance(reply, ToolReply):
+        check_answer(server, reply.text, reply.is_error)
+    else:
+        check_answer(server, str(reply), False)
+
+
+@pytest.mark.parametrize(("server", "tool"), ALL_TOOLS, ids=[f"{server}.{tool.name}" for server, tool in ALL_TOOLS])
+def test_tool_answers_hostile_input_in_the_spec_words(playground, server, tool):
+    @fuzz_settings(PER_TOOL)
+    @given(arguments=arguments_for(tool.input_schema, playground.ids), over_stdio=st.booleans())
+    def check(arguments: dict[str, Any], over_stdio: bool) -> None:
+        call_in_process(server, tool, playground.local if over_stdio else playground.remote, arguments)
+
+    check()
+
+
+# ---------------------------------------------------------------- through the HTTP endpoint
+
+
+def post(client: Client, server: str, body: bytes | str, **headers: str) -> Any:
+    """POST raw bytes; assert the endpoint answered like a protocol endpoint (no 5xx, no trace, JSON or empty)."""
+    response = client.generic("POST", MCP_PATHS[server], body, **headers)
+    content = response.content.decode("utf-8", "replace")
+    assert response.status_code < 500, (response.status_code, content[:1000])
+    assert_no_trace(content)
+    if not content:
+        assert response.status_code in (202, 405), response.status_code
+        return None
+    answer = json.loads(content)
+    for message in answer if isinstance(answer, list) else [answer]:
+        if isinstance(message, dict) and "error" in message and isinstance(message["error"], dict):
+            assert message["error"].get("code") != -32603, message  # JSON-RPC internal error
+    return answer
+
+
+def _arguments(server: str) -> st.SearchStrategy[tuple[str, Any]]:
+    tools = TOOLSETS[server].tools
+    return st.sampled_from(tools).flatmap(
+        lambda tool: st.tuples(
+            st.just(tool.name), st.one_of(arguments_for(tool.input_schema), arguments_for(tool.input_schema), hostile)
+        )
+    )
+
+
+@pytest.mark.parametrize("server", ["pillbox", "todos"])
+def test_http_endpoint_answers_hostile_tool_input(playground, server):
+    client = Client()
+
+    @fuzz_settings(PER_TOOL * 4)
+    @given(call=_arguments(server))
+    def check(call: tuple[str, Any]) -> None:
+        name, arguments = call
+        payload = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        try:
+            body = json.dumps(payload)
+        except RecursionError:  # too deep for the test's own encoder; raw deep bodies are sent below
+            assume(False)
+        answer = post(
+            client, server, body, CONTENT_TYPE="application/json", HTTP_AUTHORIZATION=f"Bearer {playground.key}"
+        )
+        if len(body.encode("utf-8", "surrogatepass")) > 1024 * 1024:
+            return  # refused with 413 before anything was read
+        if "result" in answer:
+            result = answer["result"]
+            check_answer(server, "".join(item.get("text", "") for item in result["content"]), result["isError"])
+        else:
+            assert answer["error"]["code"] in (-32602, -32600), answer  # invalid params (not an object)
+
+    check()
+
+
+VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "1999-01-01", "", "latest", "\x00"]
+CONTENT_TYPES = [
+    "application/json",
+    "application/json; charset=utf-8",
+    "APPLICATION/JSON",
+    "text/plain",
+    "",
+    "application/json-seq",
+    "multipart/form-data; boundary=x",
+    "application/x-www-form-urlencoded",
+]
+ACCEPTS = [
+    "application/json, text/event-stream",
+    "application/json",
+    "*/*",
+    "text/html",
+    "",
+    "text/event-stream",
+    "application/*;q=0",
+]
+ORIGINS = [
+    None,
+    "http://127.0.0.1:8000",
+    "http://localhost",
+    "https://evil.example",
+    "null",
+    "http://[::1]",
+    "file://",
+    "http://127.0.0.1.evil.example",
+    "://",
+    "\x00",
+]
+METHODS = [
+    "tools/call",
+    "tools/list",
+    "initialize",
+    "ping",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "completion/complete",
+    "logging/setLevel",
+    "",
+    "rpc.discover",
+    "tools/call/../list",
+    "\x00",
+    "x" * 10_000,
+]
+identifiers = st.one_of(
+    st.integers(),
+    st.text(max_size=20),
+    st.none(),
+    st.floats(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.sampled_from([2**70, -(2**70), "", "\x00"]),
+)
+envelope = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.one_of(st.just("2.0"), st.just("2.0"), st.sampled_from(["1.0", "2", 2.0, None, ""])),
+        "id": identifiers,
+        "method": st.one_of(st.sampled_from(METHODS), st.text(max_size=30), json_values),
+        "params": st.one_of(
+            json_values,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "name": st.one_of(
+                        st.sampled_from(["pill_read", "put_todo", "start_workspace", "nope", ""]), json_values
+                    ),
+                    "arguments": st.one_of(json_values, hostile),
+                    "protocolVersion": st.sampled_from(VERSIONS),
+                    "capabilities": json_values,
+                    "clientInfo": json_values,
+                    "_meta": json_values,
+                    "cursor": json_values,
+                },
+            ),
+        ),
+        "result": json_values,
+        "error": json_values,
+    },
+)
+
+
+def _encode(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except RecursionError:  # deeper than the test's own encoder goes: send a deep body of the same shape
+        return "[" * 5000 + "]" * 5000
+
+
+bodies = st.one_of(
+    envelope.map(_encode),
+    st.lists(envelope, max_size=4).map(_encode),
+    json_values.map(_encode),
+    st.binary(max_size=200),
+    st.sampled_from(
+        [
+            b"",
+            b"{",
+            b"[",
+            b"[]",
+            b"{}",
+            b"null",
+            b"\xef\xbb\xbf{}",
+            b"\xff\xfe{\x00}\x00",
+            b'{"a":' * 100_000,
+            b"[" * 100_000 + b"]" * 100_000,
+            b'{"jsonrpc":"2.0","id":1,"method":"ping"}' * 2,
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\x00',
+            b"NaN",
+            b'"\\ud800"',
+        ]
+    ),
+    st.sampled_from(HOSTILE_STRINGS[:20]).map(lambda text: text.encode("utf-8", "surrogatepass")),
+)
+
+
+@pytest.mark.parametrize("server", ["pillbox", "todos"])
+def test_http_endpoint_survives_malformed_envelopes_and_headers(playground, server):
+    client = Client()
+
+    @fuzz_settings(PER_TOOL * 8)
+    @given(
+        body=bodies,
+        content_type=st.sampled_from(CONTENT_TYPES),
+        accept=st.sampled_from(ACCEPTS),
+        version=st.one_of(st.none(), st.sampled_from(VERSIONS)),
+        origin=st.sampled_from(ORIGINS),
+        authorization=st.sampled_from(
+            [
+                "good",
+                "good",
+                "good",
+                "none",
+                "Bearer ",
+                "Bearer pbx_wrong",
+                "Basic eA==",
+                "Bearer " + "x" * 5000,
+                "bearer\x00x",
+            ]
+        ),
+    )
+    def check(
+        body: str | bytes, content_type: str, accept: str, version: str | None, origin: str | None, authorization: str
+    ) -> None:
+        headers = {"CONTENT_TYPE": content_type, "HTTP_ACCEPT": accept}
+        if version is not None:
+            headers["HTTP_MCP_PROTOCOL_VERSION"] = version
+        if origin is not None:
+            headers["HTTP_ORIGIN"] = origin
+        if authorization == "good":
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {playground.key}"
+        elif authorization != "none":
+            headers["HTTP_AUTHORIZATION"] = authorization
+        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        post(client, server, raw, **headers)
+
+    check()
+
+
+@pytest.mark.parametrize(
+    "directory",
+    ["~nosuchuser-pillbox", "~nosuchuser-pillbox/project", "/tmp/" + "n" * 300, "x" * 255 + "/" + "y" * 300],
+)
+def test_vinculate_of_an_unreadable_directory_is_db_not_found(playground, directory):
+    """Found by the long run: `~unknown-user` (RuntimeError) and names longer than the file system allows
+    (OSError ENAMETOOLONG) were internal errors."""
+    tool = TOOLSETS["pillbox"].by_name["bottle_vinculate"]
+    with pytest.raises(ToolFailure) as failure:
+        tool.handler(playground.local, {"directory": directory})
+    assert pillbox_code(failure.value.text) == "db_not_found"
+
+
+def test_long_profile_is_over_ten_thousand_cases():
+    """The documented long run really is one: 31 tools x 350 in-process cases, plus the HTTP share."""
+    if LONG:
+        assert PER_TOOL * len(ALL_TOOLS) >= 10_000
+    else:
+        assert 350 * len(ALL_TOOLS) >= 10_000
+
+
+def test_a_handler_crash_is_an_internal_error_without_a_trace(playground):
+    """The net under everything: an exception a handler did not expect becomes the toolset's internal error text,
+    with no trace (run_tool), over HTTP too."""
+
+    def explode(caller: Caller, arguments: dict[str, Any]) -> str:
+        raise RuntimeError("secret internals at /srv/app.py line 3")
+
+    for toolset in TOOLSETS.values():
+        tool = Tool(name="explode", description="", input_schema={"type": "object"}, handler=explode)
+        reply = run_tool(toolset, tool, playground.remote, {})
+        assert reply.is_error and reply.text == toolset.internal_error_text
+        assert "secret internals" not in reply.text
+
+
+def test_the_playground_paths_stay_inside_the_test(playground, tmp_path):
+    """`~` and relative traversal in bottle_vinculate resolve against the test's own home and project."""
+    assert Path.home() == tmp_path / "home"
