@@ -33,7 +33,9 @@ class ApiKey(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=12, editable=False, help_text="The key's first characters, to tell keys apart.")
+    prefix = models.CharField(
+        max_length=12, editable=False, help_text="The key's first characters, to tell keys apart."
+    )
     name = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

@@ -45,14 +45,14 @@ def get_list_usage() -> str:
 app = server.streamable_http_app(stateless_http=True, json_response=True)
 '''
 
-LUA = '''
+LUA = """
 wrk.method = "POST"
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_list_usage","arguments":{}}}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2025-03-26"
 %s
-'''
+"""
 
 
 def free_port() -> int:
@@ -76,8 +76,12 @@ def wait_up(url: str, process: subprocess.Popen, body: dict, headers: dict) -> N
 
 
 def run_wrk(url: str, lua: Path, seconds: int, connections: int) -> dict[str, float]:
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(lua), url],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(lua), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}
     for pct in ("50", "90", "99"):
         value, unit = re.search(rf"\s{pct}%\s+([\d.]+)(us|ms|s)", out).groups()
@@ -99,24 +103,67 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="throughput_")).resolve()
     processes: list[subprocess.Popen] = []
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
-        env.update(PILLBOX_HOME=str(tmp / "home"), DJANGO_SECRET_KEY=secrets.token_urlsafe(50), DJANGO_DEBUG="false",
-                   ALLOWED_HOSTS="127.0.0.1", SITE_URL="http://127.0.0.1")
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")
+        }
+        env.update(
+            PILLBOX_HOME=str(tmp / "home"),
+            DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+            DJANGO_DEBUG="false",
+            ALLOWED_HOSTS="127.0.0.1",
+            SITE_URL="http://127.0.0.1",
+        )
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-        made = subprocess.run([PYTHON, "manage.py", "createkey", "bench"], cwd=REPO, env=env, check=True,
-                              capture_output=True, text=True).stdout
+        made = subprocess.run(
+            [PYTHON, "manage.py", "createkey", "bench"], cwd=REPO, env=env, check=True, capture_output=True, text=True
+        ).stdout
         key = made.split("key: ")[1].strip()
         (tmp / "baseline_app.py").write_text(SDK_APP)
 
         ours_port, sdk_port = free_port(), free_port()
-        processes.append(subprocess.Popen(
-            [str(BIN / "gunicorn"), "config.wsgi", "-w", str(a.workers), "--threads", "8", "-b",
-             f"127.0.0.1:{ours_port}"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        processes.append(subprocess.Popen(
-            [str(BIN / "uvicorn"), "baseline_app:app", "--workers", str(a.workers), "--port", str(sdk_port),
-             "--log-level", "warning", "--no-access-log"], cwd=tmp, env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL))
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_list_usage", "arguments": {}}}
+        processes.append(
+            subprocess.Popen(
+                [
+                    str(BIN / "gunicorn"),
+                    "config.wsgi",
+                    "-w",
+                    str(a.workers),
+                    "--threads",
+                    "8",
+                    "-b",
+                    f"127.0.0.1:{ours_port}",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        processes.append(
+            subprocess.Popen(
+                [
+                    str(BIN / "uvicorn"),
+                    "baseline_app:app",
+                    "--workers",
+                    str(a.workers),
+                    "--port",
+                    str(sdk_port),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                ],
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "get_list_usage", "arguments": {}},
+        }
         base_headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-03-26"}
         ours_url, sdk_url = f"http://127.0.0.1:{ours_port}/mcp", f"http://127.0.0.1:{sdk_port}/mcp"
         wait_up(ours_url, processes[0], call, {**base_headers, "Authorization": f"Bearer {key}"})
@@ -142,11 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, r in (("ours: gunicorn config.wsgi (API key, DB count)", ours), ("SDK MCPServer under uvicorn", sdk)):
         print(f"| {name} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p90']:.1f} | {r['p99']:.1f} | {r['non2xx']:.0f} |")
-    print(f"| ratio ours/SDK | {ours['rps'] / sdk['rps']:.2f} | {ours['p50'] / sdk['p50']:.2f} | | "
-          f"{ours['p99'] / sdk['p99']:.2f} | |")
+    print(
+        f"| ratio ours/SDK | {ours['rps'] / sdk['rps']:.2f} | {ours['p50'] / sdk['p50']:.2f} | | "
+        f"{ours['p99'] / sdk['p99']:.2f} | |"
+    )
     ok_rps, ok_p99 = ours["rps"] >= 2 * sdk["rps"], ours["p99"] <= 50
-    print(f"\ngoals: requests/s >= 2x the SDK's: {'ok' if ok_rps else 'MISSED'}, p99 <= 50 ms: "
-          f"{'ok' if ok_p99 else 'MISSED'}")
+    print(
+        f"\ngoals: requests/s >= 2x the SDK's: {'ok' if ok_rps else 'MISSED'}, p99 <= 50 ms: "
+        f"{'ok' if ok_p99 else 'MISSED'}"
+    )
     return 0
 
 

@@ -49,7 +49,7 @@ if __name__ == "__main__":
     app.run()
 '''
 
-STAGES = '''
+STAGES = """
 import json, os, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {repo!r})
@@ -70,7 +70,7 @@ user_get_or_create(username=os.environ["PILLBOX_USER"])
 t4 = time.perf_counter()
 print(json.dumps({{"django.setup()": t1 - t0, "MCP bridge + pillbox tools": t2 - t1,
                   "ensure_global_db()": t3 - t2, "user lookup": t4 - t3}}))
-'''
+"""
 
 
 def protocol_version() -> str:
@@ -86,9 +86,16 @@ def protocol_version() -> str:
 
 def messages() -> bytes:
     lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": protocol_version(), "capabilities": {},
-                    "clientInfo": {"name": "cold-start-bench", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": protocol_version(),
+                "capabilities": {},
+                "clientInfo": {"name": "cold-start-bench", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
@@ -99,8 +106,9 @@ def one_run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, floa
     """(ms to the initialize answer, ms to the tools/list answer, number of tools listed)."""
     payload = messages()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(payload)
     proc.stdin.flush()
@@ -139,8 +147,15 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
 
 def heaviest_imports(cmd: list[str], cwd: Path, env: dict[str, str], top: int = 10) -> list[tuple[str, float]]:
     """Packages by the import time of their own modules (python -X importtime self times), one start of ``cmd``."""
-    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=cwd, env=env, input=messages(),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+    proc = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]],
+        cwd=cwd,
+        env=env,
+        input=messages(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
     totals: dict[str, float] = {}
     for line in proc.stderr.decode(errors="replace").splitlines():
         found = re.match(r"import time:\s+(\d+) \|\s+\d+ \| \s*(\S+)", line)
@@ -158,7 +173,9 @@ def quick(a: argparse.Namespace) -> int:
         project.mkdir()
         sdk_file = tmp / "minimal_server.py"
         sdk_file.write_text(SDK_SERVER)
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")
+        }
         env.update(PILLBOX_HOME=str(home), PILLBOX_USER="bench")
         ours_cmd = [PYTHON, str(REPO / "manage.py"), "mcp", "pillbox"]
         sdk_cmd = [PYTHON, str(sdk_file)]
@@ -169,16 +186,21 @@ def quick(a: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ratio = ours / sdk
-    print(f"stdio cold start to tools/list: ours {ours:.0f} ms, SDK minimal {sdk:.0f} ms, ratio {ratio:.2f} "
-          f"(goal 1.1, guard 2.2)")
+    print(
+        f"stdio cold start to tools/list: ours {ours:.0f} ms, SDK minimal {sdk:.0f} ms, ratio {ratio:.2f} "
+        f"(goal 1.1, guard 2.2)"
+    )
     return 0 if ratio <= 2.2 else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7, help="timed starts of each server (median taken)")
-    ap.add_argument("--quick", action="store_true",
-                    help="CI guard: 3 runs, no breakdown; exit 1 when ours is over 2.2x the SDK's (2x the 1.1x goal)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="CI guard: 3 runs, no breakdown; exit 1 when ours is over 2.2x the SDK's (2x the 1.1x goal)",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         return quick(a)
@@ -210,23 +232,34 @@ def main(argv: list[str] | None = None) -> int:
         stage_script = STAGES.format(repo=str(REPO))
         stages = []
         for _ in range(max(1, a.runs)):
-            out = subprocess.run([PYTHON, "-c", stage_script], cwd=project, env=env, check=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+            out = subprocess.run(
+                [PYTHON, "-c", stage_script],
+                cwd=project,
+                env=env,
+                check=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            ).stdout
             stages.append(json.loads(out))
         imports = heaviest_imports(ours_cmd, project, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
-           for name, rs in runs.items()}
+    med = {
+        name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for name, rs in runs.items()
+    }
     spread = {name: (min(r[1] for r in rs), max(r[1] for r in rs)) for name, rs in runs.items()}
     print(f"python {sys.version.split()[0]}, {a.runs} alternating runs each, medians\n")
     print("| server | tools | ms to initialize answer | ms to tools/list answer | min-max tools/list |")
     print("|---|---|---|---|---|")
-    print(f"| ours: manage.py mcp pillbox | {ours_tools} | {med['ours'][0]:.0f} | {med['ours'][1]:.0f} | "
-          f"{spread['ours'][0]:.0f}-{spread['ours'][1]:.0f} |")
-    print(f"| SDK: MCPServer, one tool | {sdk_tools} | {med['sdk'][0]:.0f} | {med['sdk'][1]:.0f} | "
-          f"{spread['sdk'][0]:.0f}-{spread['sdk'][1]:.0f} |")
+    print(
+        f"| ours: manage.py mcp pillbox | {ours_tools} | {med['ours'][0]:.0f} | {med['ours'][1]:.0f} | "
+        f"{spread['ours'][0]:.0f}-{spread['ours'][1]:.0f} |"
+    )
+    print(
+        f"| SDK: MCPServer, one tool | {sdk_tools} | {med['sdk'][0]:.0f} | {med['sdk'][1]:.0f} | "
+        f"{spread['sdk'][0]:.0f}-{spread['sdk'][1]:.0f} |"
+    )
     print(f"| ratio ours/SDK | | {med['ours'][0] / med['sdk'][0]:.2f} | {med['ours'][1] / med['sdk'][1]:.2f} | |")
 
     print("\nbreakdown of ours (ms, medians):\n")
@@ -239,11 +272,15 @@ def main(argv: list[str] | None = None) -> int:
         value = statistics.median(s[key] for s in stages) * 1000
         accounted += value
         print(f"| {key} | {value:.0f} |")
-    print(f"| the rest: manage.py and command dispatch, server build, stdio loop, first answers | "
-          f"{med['ours'][1] - accounted:.0f} |")
+    print(
+        f"| the rest: manage.py and command dispatch, server build, stdio loop, first answers | "
+        f"{med['ours'][1] - accounted:.0f} |"
+    )
     print(f"| total to tools/list answer | {med['ours'][1]:.0f} |")
-    print(f"\nfor the SDK server: interpreter {interpreter:.0f} ms, `import mcp.server.mcpserver` "
-          f"{statistics.median(sdk_import) - interpreter:.0f} ms more.")
+    print(
+        f"\nfor the SDK server: interpreter {interpreter:.0f} ms, `import mcp.server.mcpserver` "
+        f"{statistics.median(sdk_import) - interpreter:.0f} ms more."
+    )
     print("\nheaviest packages imported by ours (python -X importtime, own modules' self time, ms, one run):\n")
     print(", ".join(f"{name} {ms:.0f}" for name, ms in imports))
     return 0

@@ -30,9 +30,16 @@ def rss_mb(pid: int) -> float:
 
 class Server:
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "mcp", "pillbox"], cwd=cwd, env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True, bufsize=1)
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO / "manage.py"), "mcp", "pillbox"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         self.next_id = 0
 
     def request(self, method: str, params: dict | None = None) -> dict:
@@ -65,24 +72,41 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="stdio_memory_")).resolve()
     try:
         (tmp / "project").mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")
+        }
         env.update(PILLBOX_HOME=str(tmp / "home"), PILLBOX_USER="bench")
         server = Server(tmp / "project", env)
-        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                      "clientInfo": {"name": "bench", "version": "1"}})
+        server.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+        )
         server.notify("notifications/initialized")
         start = rss_mb(server.process.pid)
         bottle = short_id(server.call("bottle_create", name="memory", display_name="Memory"))
-        rx = short_id(server.call("prescription_open", bottle_id=bottle, title="Load", author_name="B",
-                                  author_email="b@example.com"))
+        rx = short_id(
+            server.call(
+                "prescription_open", bottle_id=bottle, title="Load", author_name="B", author_email="b@example.com"
+            )
+        )
         pills: list[str] = []
         marks = {}
         for i in range(a.calls):
             step = i % 6
             if step == 0 or not pills:
-                pills.append(short_id(server.call("pill_store", prescription_id=rx, title=f"Decision {i} on caching",
-                                                  content=f"We cache entry {i} for {i % 97} seconds; see ticket {i}.",
-                                                  compound="decision", author_name="B", author_email="b@example.com")))
+                pills.append(
+                    short_id(
+                        server.call(
+                            "pill_store",
+                            prescription_id=rx,
+                            title=f"Decision {i} on caching",
+                            content=f"We cache entry {i} for {i % 97} seconds; see ticket {i}.",
+                            compound="decision",
+                            author_name="B",
+                            author_email="b@example.com",
+                        )
+                    )
+                )
             elif step == 1:
                 server.call("pill_search", query=f"caching ticket {i}")
             elif step == 2:
@@ -102,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     half, full = marks[a.calls // 2], marks[a.calls]
     print("| after | RSS MB |\n|---|---|")
     print(f"| initialize | {start:.1f} |\n| {a.calls // 2} calls | {half:.1f} |\n| {a.calls} calls | {full:.1f} |")
-    print(f"\ngrowth from call {a.calls // 2} to {a.calls}: {full - half:+.1f} MB; goals: <= 150 MB: "
-          f"{'ok' if full <= 150 else 'MISSED'}, no growth (< 2 MB): {'ok' if full - half < 2 else 'MISSED'}")
+    print(
+        f"\ngrowth from call {a.calls // 2} to {a.calls}: {full - half:+.1f} MB; goals: <= 150 MB: "
+        f"{'ok' if full <= 150 else 'MISSED'}, no growth (< 2 MB): {'ok' if full - half < 2 else 'MISSED'}"
+    )
     return 0
 
 

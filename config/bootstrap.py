@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import fcntl
 import sys
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings

@@ -162,7 +162,8 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
     found: list[tuple[models.Model, str]] = []
     for alias, bottles in reach.dbs.items():
         if bottles:
-            found += [(row, alias) for row in _prefix_matches(_scoped(model, alias, bottles, discarded=discarded), digits)]
+            scoped = _scoped(model, alias, bottles, discarded=discarded)
+            found += [(row, alias) for row in _prefix_matches(scoped, digits)]
     if len(found) > 1:
         raise _ambiguous(raw_id, digits, [row for row, _ in found], noun=noun, field=field)
     if not found:

@@ -319,7 +319,7 @@ def _tsquery(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
 
 
 # ts_rank_cd's weights are {D, C, B, A}: content is D, compound B, title A, in the proportions of WEIGHTS.
-PG_WEIGHTS = "{%s, 0, %s, 1.0}" % (round(WEIGHTS[1] / WEIGHTS[0], 3), round(WEIGHTS[2] / WEIGHTS[0], 3))
+PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEIGHTS[0], 3)}, 1.0}}"
 
 
 def _from(cursor, target: Target, terms: list[str], words: list[str],

@@ -118,7 +118,9 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
         )
     path = db_file(directory)
     if path.resolve() == global_db_file():
-        raise ValidationFailed("That directory holds the global database; use scope: \"global\".", directory=str(directory))
+        raise ValidationFailed(
+            "That directory holds the global database; use scope: \"global\".", directory=str(directory)
+        )
     alias = open_local(path, create=True)
     with transaction.atomic(using=alias):
         existing = Bottle.objects.using(alias).first()

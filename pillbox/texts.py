@@ -6,7 +6,7 @@ Every function here is pure: it formats what the selectors and services already 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
@@ -18,11 +18,11 @@ CONTEXT_SNIPPET = 300
 
 
 def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def day(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d")
 
 
 def plural(count: int, noun: str) -> str:

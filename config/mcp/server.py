@@ -6,9 +6,10 @@ the stdio runner enters a lifespan that yields it once for the process.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,8 +17,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
-import asyncio
-
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections

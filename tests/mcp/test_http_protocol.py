@@ -8,7 +8,9 @@ import pytest
 from tests.clients import http_client, run
 
 INIT = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 PATHS = ["/mcp", "/pillbox/mcp"]
@@ -36,8 +38,12 @@ def test_initialize_with_an_unknown_version_negotiates_the_latest_handshake(live
 
 @pytest.mark.parametrize("path", PATHS)
 def test_unsupported_protocol_version_header_is_400_with_32022(live_server, alice, path):
-    response = post(live_server.url + path, alice.key, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                    **{"MCP-Protocol-Version": "1999-01-01"})
+    response = post(
+        live_server.url + path,
+        alice.key,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        **{"MCP-Protocol-Version": "1999-01-01"},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32022
 
@@ -50,8 +56,11 @@ def test_missing_version_header_serves_2025_03_26_without_a_handshake(live_serve
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
 def test_batches_are_accepted_at_the_versions_that_have_them(live_server, alice, version):
-    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
     response = post(live_server.url + "/pillbox/mcp", alice.key, batch, **{"MCP-Protocol-Version": version})
     assert response.status_code == 200
     replies = response.json()
@@ -86,15 +95,22 @@ def test_a_loopback_origin_is_allowed(live_server, alice):
 
 
 def test_a_body_over_1_mib_is_413(live_server, alice):
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "capsule_store", "arguments": {"title": "t", "content": "x" * (1024 * 1024)}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "capsule_store", "arguments": {"title": "t", "content": "x" * (1024 * 1024)}},
+    }
     response = post(live_server.url + "/pillbox/mcp", alice.key, body)
     assert response.status_code == 413
 
 
 def test_malformed_json_is_a_parse_error(live_server, alice):
-    response = httpx2.post(live_server.url + "/pillbox/mcp", content=b"{not json",
-                           headers={"Authorization": f"Bearer {alice.key}", "Content-Type": "application/json"})
+    response = httpx2.post(
+        live_server.url + "/pillbox/mcp",
+        content=b"{not json",
+        headers={"Authorization": f"Bearer {alice.key}", "Content-Type": "application/json"},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32700
 
@@ -106,7 +122,9 @@ def test_an_invalid_envelope_is_invalid_request(live_server, alice):
 
 
 def test_a_notification_is_accepted_with_202(live_server, alice):
-    response = post(live_server.url + "/pillbox/mcp", alice.key, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    response = post(
+        live_server.url + "/pillbox/mcp", alice.key, {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
     assert response.status_code == 202
     assert response.content == b""
 
@@ -124,8 +142,12 @@ def test_an_unknown_method_is_method_not_found(live_server, alice):
 
 
 def test_arguments_of_the_wrong_type_never_leak_a_trace(live_server, alice):
-    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-            "params": {"name": "pill_read", "arguments": {"id": {"$gt": ""}}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "pill_read", "arguments": {"id": {"$gt": ""}}},
+    }
     reply = post(live_server.url + "/pillbox/mcp", alice.key, body).json()
     text = reply["result"]["content"][0]["text"]
     assert reply["result"]["isError"] is True
@@ -134,7 +156,9 @@ def test_arguments_of_the_wrong_type_never_leak_a_trace(live_server, alice):
 
 
 def test_tools_carry_schemas_and_annotations(live_server, alice):
-    reply = post(live_server.url + "/pillbox/mcp", alice.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+    reply = post(
+        live_server.url + "/pillbox/mcp", alice.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    ).json()
     tools = {tool["name"]: tool for tool in reply["result"]["tools"]}
     assert tools["pill_read"]["annotations"]["readOnlyHint"] is True
     assert tools["pill_discard"]["annotations"]["destructiveHint"] is True

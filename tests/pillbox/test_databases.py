@@ -33,8 +33,13 @@ def test_a_local_bottle_in_a_git_work_tree_is_excluded_from_commits(tmp_path):
     _bottle(home, project)
     exclude = (project / ".git" / "info" / "exclude").read_text()
     assert "/.pillbox/" in exclude.splitlines()
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert ".pillbox" not in status
 
 
@@ -58,11 +63,13 @@ def test_a_local_bottle_in_the_home_directory_itself_is_refused(tmp_path):
 def test_the_global_database_is_never_taken_for_a_local_one(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
+
     # PILLBOX_HOME = HOME/.pillbox makes the global file look exactly like a project's local database.
     async def scenario():
         async with stdio_client("pillbox", home=home, cwd=home, PILLBOX_HOME=str(home / ".pillbox")) as client:
-            return text_of(await client.call_tool("bottle_create", {"name": "g", "display_name": "G",
-                                                                    "scope": "global"}))
+            return text_of(
+                await client.call_tool("bottle_create", {"name": "g", "display_name": "G", "scope": "global"})
+            )
 
     created = run(scenario())
     assert "scope: global" in created
@@ -75,7 +82,9 @@ def test_a_database_written_by_a_newer_schema_is_refused(tmp_path):
     _bottle(home, project)
     db = project / ".pillbox" / "pillbox.db"
     with sqlite3.connect(db) as conn:
-        conn.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('pillbox', '9999_future', '2030-01-01')")
+        conn.execute(
+            "INSERT INTO django_migrations (app, name, applied) VALUES ('pillbox', '9999_future', '2030-01-01')"
+        )
         before = conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0]
     failed, text = _call(home, project, "bottle_list")
     assert failed and text.startswith("error: incompatible_db")

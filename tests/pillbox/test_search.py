@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import pytest
-
 from tests.clients import run
 from tests.conftest import make_person
 from tests.pillbox.scenario import (
