@@ -78,3 +78,10 @@ def test_method_not_allowed_is_json(alice_api):
     answer = alice_api.delete("/api/pillbox/capsules/")
     assert answer.status == 405 and answer.error == "method_not_allowed"
 
+
+def test_repeated_wrong_keys_are_throttled_with_retry_after(alice, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = (3, 60)
+    for _ in range(3):
+        assert Api(key="pbx_wrong").get("/api/todos/").status == 401
+    answer = Api(key=alice.key).get("/api/todos/")  # even a right key, once the address is throttled
+    assert answer.status == 429 and answer.error == "rate_limited" and int(answer.headers["Retry-After"]) > 0
