@@ -11,8 +11,7 @@ from pathlib import Path
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 
-from pillbox.access import Reach, locate, match_prefix, registration_alias
-from pillbox.databases import GLOBAL
+from pillbox.access import Reach, locate, match_prefix
 from pillbox.exceptions import NotFound
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
@@ -113,11 +112,6 @@ def bottle_names(reach: Reach) -> dict:
     return {registration.bottle_id: registration.name for registration in reach.registrations}
 
 
-__all__ = [
-    "GLOBAL", "BottleContext", "PrescriptionContext", "ListedBottle", "bottle_context", "prescription_context",
-    "prescription_get", "pill_get", "capsule_get", "bottle_list", "pill_compounds", "capsule_compounds",
-    "narrowed_dbs", "bottle_names", "registration_alias",
-]
 
 
 # ---------------------------------------------------------------- for people (the memory browser)
