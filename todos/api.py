@@ -33,8 +33,7 @@ from todos.exceptions import LimitReached, NotFound, TodoError, ValidationFailed
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
 from todos.serializers import TodoSerializer
-from todos.timestamps import read_instant
-from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, read
+from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, put_fields, read
 
 _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
@@ -116,24 +115,9 @@ class TodosView(ApiView):
 
     def put_todo(self, arguments: Mapping[str, Any]) -> Response:
         """``put_todo``: create, or replace every field (201 when it was created)."""
-        values, problems = read(PUT_INPUT, arguments, multiline=("description",))
-        if "id" in values and (problem := rules.id_problem(values["id"])):
-            problems.setdefault("id", problem)
-        if "links" in values and (link_problems := rules.links_problems(values["links"])):
-            problems.setdefault("links", "; ".join(link_problems))
-        completed_at = read_instant(values, "completedAt", problems)
-        deadline_at = read_instant(values, "deadlineAt", problems)
+        fields, problems = put_fields(arguments)
         fail_on(problems, PUT_INPUT)
-        todo = services.todo_put(
-            owner=self.request.user,
-            key=values["id"],
-            name=values["name"],
-            description=values["description"],
-            priority=values["priority"],
-            completed_at=completed_at,
-            deadline_at=deadline_at,
-            links=values["links"],
-        )
+        todo = services.todo_put(owner=self.request.user, **fields)
         # A replace always stamps a later updatedAt than the createdAt it keeps.
         return self.answer(todo, status.HTTP_201_CREATED if todo.created_at == todo.updated_at else status.HTTP_200_OK)
 

@@ -17,7 +17,7 @@ from config.mcp.tools import Caller, Prompt, PromptArgument, Tool, ToolFailure, 
 from todos import rules, selectors, services
 from todos.access import list_url
 from todos.exceptions import TodoError
-from todos.formatting import format_todo, format_todos, format_usage, to_json
+from todos.formatting import TODO_KEYS, format_todo, format_todos, format_usage, to_json
 from todos.timestamps import read_instant
 
 Arguments = dict[str, Any]
@@ -51,19 +51,7 @@ TODO_SCHEMA: dict[str, Any] = {
         "deadlineAt": NULLABLE_INSTANT,
         "links": {"type": "array", "items": {"type": "string"}},
     },
-    "required": [
-        "id",
-        "uid",
-        "name",
-        "description",
-        "priority",
-        "createdAt",
-        "updatedAt",
-        "completedAt",
-        "deletedAt",
-        "deadlineAt",
-        "links",
-    ],
+    "required": list(TODO_KEYS),
     "additionalProperties": False,
 }
 TODO_LIST_SCHEMA: dict[str, Any] = {
@@ -254,8 +242,9 @@ def get_list_url(caller: Caller, arguments: Arguments) -> ToolReply:
     return ToolReply(url, structured={"url": url})
 
 
-@domain_errors
-def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+def put_fields(arguments: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """``put_todo``'s arguments as ``services.todo_put`` takes them, and one sentence per bad field (shared with
+    the REST API, so both refuse the same input in the same words; each raises its own error)."""
     values, problems = read(PUT_INPUT, arguments, multiline=("description",))
     if "id" in values and (problem := rules.id_problem(values["id"])):
         problems.setdefault("id", problem)
@@ -263,18 +252,17 @@ def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
         problems.setdefault("links", "; ".join(link_problems))
     completed_at = read_instant(values, "completedAt", problems)
     deadline_at = read_instant(values, "deadlineAt", problems)
+    if problems:
+        return {}, problems
+    fields = {name: values[name] for name in ("name", "description", "priority", "links")}
+    return {**fields, "key": values["id"], "completed_at": completed_at, "deadline_at": deadline_at}, problems
+
+
+@domain_errors
+def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    fields, problems = put_fields(arguments)
     fail_on(problems, PUT_INPUT)
-    todo = services.todo_put(
-        owner=caller.user,
-        key=values["id"],
-        name=values["name"],
-        description=values["description"],
-        priority=values["priority"],
-        completed_at=completed_at,
-        deadline_at=deadline_at,
-        links=values["links"],
-    )
-    return todo_reply(caller, todo)
+    return todo_reply(caller, services.todo_put(owner=caller.user, **fields))
 
 
 @domain_errors
