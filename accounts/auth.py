@@ -114,17 +114,17 @@ def too_many(retry_after: int, message: str, *, content_type: str = "application
     return response
 
 
-def _auth_limit() -> tuple[int, int]:
+def auth_failure_limit() -> tuple[int, int]:
     return getattr(settings, "AUTH_FAILURE_RATE_LIMIT", (20, 60))
 
 
 def mcp_caller(request: HttpRequest) -> Caller | HttpResponse:
     """The caller of an MCP request, or the response refusing it (401/403, or 429 after repeated failures)."""
-    if wait := throttle_wait(request, kind="auth", limit=_auth_limit()):
+    if wait := throttle_wait(request, kind="auth", limit=auth_failure_limit()):
         return too_many(wait, f"Too many failed credentials from this address; try again in {wait} seconds.")
     found = _authenticate(request)
     if isinstance(found, HttpResponse) and getattr(found, "credentials_rejected", False):
-        count_failure(request, kind="auth", limit=_auth_limit())
+        count_failure(request, kind="auth", limit=auth_failure_limit())
     return found
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
+from accounts.auth import auth_failure_limit, count_failure, throttle_wait, too_many
 from todos import services
 from todos.access import list_key_user, list_link_user
 from todos.exceptions import TodoError
@@ -50,12 +51,19 @@ def _list_access(request: HttpRequest, params: QueryDict) -> ListAccess | None |
     otherwise be shown their own list while believing it is the one the link names.
     """
     token, uid, key = params.get("t"), params.get("uid"), params.get("key")
-    if token is not None:
-        user = list_link_user(token)
-        return ListAccess(user, {"t": token}) if user else None
-    if uid is not None or key is not None:
-        user = list_key_user(uid=uid, key=key) if uid and key else None
-        return ListAccess(user, {"uid": uid, "key": key}) if user else None
+    if token is not None or uid is not None or key is not None:
+        # Guessing links or keys here counts against the same per-address budget as the MCP endpoints.
+        if wait := throttle_wait(request, kind="auth", limit=auth_failure_limit()):
+            return too_many(wait, f"Too many failed links or keys from this address; try again in {wait} seconds.",
+                            content_type="text/plain")
+        if token is not None:
+            access = ListAccess(user, {"t": token}) if (user := list_link_user(token)) else None
+        else:
+            user = list_key_user(uid=uid, key=key) if uid and key else None
+            access = ListAccess(user, {"uid": uid, "key": key}) if user else None
+        if access is None:
+            count_failure(request, kind="auth", limit=auth_failure_limit())
+        return access
     if request.user.is_authenticated:
         return ListAccess(request.user)
     return redirect_to_login(reverse("todo-list"))

@@ -1,0 +1,25 @@
+"""Guessing /list links or keys is throttled like the MCP endpoints' credentials."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+from todos.access import list_url
+
+
+def test_repeated_bad_list_links_are_throttled(alice, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = (3, 60)
+    browser = Client()
+    for guess in ("a", "b", "c"):
+        assert browser.get("/list", {"t": guess}).status_code == 403
+    assert browser.get("/list", {"uid": alice.uid, "key": "pbx_guess"}).status_code == 429
+    # Even the right link waits out the window once the address is throttled.
+    response = browser.get(list_url(user=alice.user))
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
+
+
+def test_a_good_link_does_not_count_as_a_failure(alice, settings):
+    settings.AUTH_FAILURE_RATE_LIMIT = (2, 60)
+    browser = Client()
+    for _ in range(5):
+        assert browser.get(list_url(user=alice.user)).status_code == 200
