@@ -29,7 +29,6 @@ The databases live in a temporary PILLBOX_HOME and project directories that are 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -44,10 +43,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-TOOLS = SHARED / "bench" / "tools"
-DEFAULT_DATA = SHARED / "bench" / "data" / "pills_oauth_toolkit_s1.json"
+from common import DATA, REPO, TOOLS, load_module, load_score, ratio, summarise
+
+DEFAULT_DATA = DATA / "pills_oauth_toolkit_s1.json"
 
 # Goals from the benchmark issue, and the --quick guard.
 GOAL_MRR = 0.88
@@ -60,18 +58,6 @@ QUICK_LATENCY_QUERIES = 60
 
 ID_LINE = re.compile(r"^id: ([0-9a-f]+)$", re.MULTILINE)
 BARE_SQL = "SELECT rowid FROM pillbox_pill_fts WHERE pillbox_pill_fts MATCH ? ORDER BY rank LIMIT 20"
-
-
-def load_module(name: str, path: Path) -> ModuleType:
-    # The shared tools are not a package; load them by path so that the numbers are computed exactly
-    # as the shared scorer computes them, and the original is the shared reference itself.
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def setup_django(home: Path) -> None:
@@ -183,18 +169,6 @@ def run_ref_quality(ref: ModuleType, items, queries, repeat: int) -> dict[str, A
         "used_fuzzy": {k: v[2] for k, v in raw.items()},
         "latency_ms": latency,
     }
-
-
-def summarise(score: ModuleType, data: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    rows = score.per_query(data, res)
-    out: dict[str, dict[str, Any]] = {"all": score.metrics(rows)}
-    for kind in sorted({r["kind"] for r in rows}):
-        out[kind] = score.metrics([r for r in rows if r["kind"] == kind])
-    return out
-
-
-def ratio(a: float, b: float) -> str:
-    return "-" if not b else f"{a / b:.2f}"
 
 
 def print_quality(ours, ref, kinds_meta) -> None:
@@ -372,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(data_path.read_text(encoding="utf-8"))
     if data["meta"]["kind"] != "pills":
         raise SystemExit("not a pills dataset")
-    score = load_module("shared_bench_score", TOOLS / "score.py")
+    score = load_score()
     ref = load_module("shared_bench_pillbox_ref", TOOLS / "pillbox_ref.py")
     items, queries = data["items"], data["queries"]
 

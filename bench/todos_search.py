@@ -15,7 +15,6 @@ below half the goal or our median latency is more than 20% of Fuse's (twice the 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import statistics
@@ -24,13 +23,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-DEFAULT_DATA = SHARED / "bench" / "data" / "todos_oauth_toolkit_s1.json"
-TOOLS = SHARED / "bench" / "tools"
+from common import DATA, REPO, TOOLS, load_score, ratio, summarise
+
+DEFAULT_DATA = DATA / "todos_oauth_toolkit_s1.json"
 NODE_DIR = REPO / "bench" / ".node"
 
 # The goals, as set in the issue; --quick guards at half / double of them.
@@ -41,17 +38,6 @@ QUICK_MAX_LATENCY_SHARE = 2.0 / GOAL_SPEEDUP
 
 sys.path.insert(0, str(REPO))
 from todos.search import Doc, TodoIndex  # noqa: E402
-
-
-def load_score_module() -> ModuleType:
-    # score.py lives outside the repo and is not a package; load it by path so the
-    # numbers here are computed exactly as the shared scorer computes them.
-    spec = importlib.util.spec_from_file_location("shared_bench_score", TOOLS / "score.py")
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {TOOLS / 'score.py'}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def ensure_fuse() -> None:
@@ -131,20 +117,6 @@ def run_fuse(data_path: Path, repeat: int, out: Path) -> dict[str, Any]:
         return json.load(f)
 
 
-def summarise(score: ModuleType, data: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    rows = score.per_query(data, res)
-    out: dict[str, dict[str, Any]] = {"all": score.metrics(rows)}
-    for kind in sorted({r["kind"] for r in rows}):
-        out[kind] = score.metrics([r for r in rows if r["kind"] == kind])
-    return out
-
-
-def ratio(a: float, b: float) -> str:
-    if b == 0:
-        return "inf" if a > 0 else "-"
-    return f"{a / b:.2f}"
-
-
 def print_table(ours: dict[str, dict[str, Any]], fuse: dict[str, dict[str, Any]], kinds_meta: dict[str, str]) -> None:
     hdr = [
         "kind",
@@ -194,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     data_path = a.data.resolve()
     with open(data_path, encoding="utf-8") as f:
         data = json.load(f)
-    score = load_score_module()
+    score = load_score()
 
     with tempfile.TemporaryDirectory(prefix="todos_bench_") as tmp:
         ours_res = run_ours(data, repeat)

@@ -1,0 +1,45 @@
+"""What the benchmark scripts share: where the public data and the shared tools are, and how results are scored."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TOOLS = SHARED / "bench" / "tools"
+DATA = SHARED / "bench" / "data"
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    # The shared tools are not a package; load them by path so that the numbers are computed exactly as the
+    # shared scorer computes them, and a reference implementation is the shared one itself.
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_score() -> ModuleType:
+    return load_module("shared_bench_score", TOOLS / "score.py")
+
+
+def summarise(score: ModuleType, data: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """score.py's metrics over all queries and per query kind."""
+    rows = score.per_query(data, res)
+    out: dict[str, dict[str, Any]] = {"all": score.metrics(rows)}
+    for kind in sorted({r["kind"] for r in rows}):
+        out[kind] = score.metrics([r for r in rows if r["kind"] == kind])
+    return out
+
+
+def ratio(a: float, b: float) -> str:
+    if b == 0:
+        return "inf" if a > 0 else "-"
+    return f"{a / b:.2f}"
