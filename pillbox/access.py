@@ -19,7 +19,7 @@ from config.mcp.tools import Caller
 from pillbox import ids
 from pillbox.databases import GLOBAL, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound
-from pillbox.models import Bottle, Pill, Prescription, Registration
+from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
 logger = logging.getLogger("pillbox")
 
@@ -169,3 +169,12 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
     if not found:
         raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
     return found[0]
+
+
+def locate_capsule(reach: Reach, raw_id: str, *, hint: str = "", discarded: bool = False) -> Capsule:
+    """One of the caller's own capsules by id or prefix (discarded ones only when asked: people restore them)."""
+    capsules = Capsule.objects.filter(owner=reach.user)
+    found = match_prefix(capsules if discarded else capsules.filter(deleted_at__isnull=True), raw_id, noun="capsule")
+    if found is None:
+        raise NotFound(f"No capsule has the id {raw_id.strip()}{hint}.", id=raw_id.strip())
+    return found

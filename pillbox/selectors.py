@@ -11,7 +11,7 @@ from pathlib import Path
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 
-from pillbox.access import Reach, locate, match_prefix
+from pillbox.access import Reach, locate, locate_capsule
 from pillbox.exceptions import NotFound
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
@@ -66,11 +66,7 @@ def pill_get(*, reach: Reach, pill_id: str) -> tuple[Pill, str]:
 
 
 def capsule_get(*, reach: Reach, capsule_id: str) -> Capsule:
-    found = match_prefix(Capsule.objects.alive().filter(owner=reach.user), capsule_id, noun="capsule")
-    if found is None:
-        raise NotFound(f"No capsule has the id {capsule_id.strip()}; capsule_search finds capsules.",
-                       id=capsule_id.strip())
-    return found
+    return locate_capsule(reach, capsule_id, hint="; capsule_search finds capsules")
 
 
 def bottle_list(*, reach: Reach) -> list[ListedBottle]:
@@ -214,7 +210,4 @@ def capsule_list(*, reach: Reach, compound: str | None = None, include_discarded
 
 def capsule_find_any(*, reach: Reach, capsule_id: str) -> Capsule:
     """One of the user's capsules, discarded or not."""
-    found = match_prefix(Capsule.objects.filter(owner=reach.user), capsule_id, noun="capsule")
-    if found is None:
-        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
-    return found
+    return locate_capsule(reach, capsule_id, discarded=True)

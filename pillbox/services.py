@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from pillbox import ids
-from pillbox.access import Reach, locate, match_prefix, register
+from pillbox.access import Reach, locate, locate_capsule, register
 from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local
 from pillbox.exceptions import (
     AlreadyExists,
@@ -291,10 +291,7 @@ def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> C
 
 
 def capsule_find(*, reach: Reach, capsule_id: str) -> Capsule:
-    found = match_prefix(Capsule.objects.alive().filter(owner=reach.user), capsule_id, noun="capsule")
-    if found is None:
-        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
-    return found
+    return locate_capsule(reach, capsule_id)
 
 
 def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) -> Capsule:
@@ -361,22 +358,15 @@ def prescription_purge(*, reach: Reach, prescription_id: str) -> int:
     return count
 
 
-def _own_capsule(reach: Reach, capsule_id: str) -> Capsule:
-    found = match_prefix(Capsule.objects.filter(owner=reach.user), capsule_id, noun="capsule")
-    if found is None:
-        raise NotFound(f"No capsule has the id {capsule_id.strip()}.", id=capsule_id.strip())
-    return found
-
-
 def capsule_restore(*, reach: Reach, capsule_id: str) -> Capsule:
-    capsule = _own_capsule(reach, capsule_id)
+    capsule = locate_capsule(reach, capsule_id, discarded=True)
     Capsule.objects.filter(pk=capsule.pk).update(deleted_at=None)
     capsule.deleted_at = None
     return capsule
 
 
 def capsule_purge(*, reach: Reach, capsule_id: str) -> None:
-    Capsule.objects.filter(pk=_own_capsule(reach, capsule_id).pk).delete()
+    Capsule.objects.filter(pk=locate_capsule(reach, capsule_id, discarded=True).pk).delete()
 
 
 def registration_unregister(*, user: object, registration_id: int) -> None:
