@@ -33,7 +33,7 @@ from todos.exceptions import LimitReached, NotFound, TodoError, ValidationFailed
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
 from todos.serializers import TodoSerializer
-from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, put_fields, read
+from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, filter_fields, put_fields, read
 
 _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
@@ -67,10 +67,19 @@ TODO_ID = OpenApiParameter(
     OpenApiParameter.PATH,
     description="The todo's id (1-128 characters, no whitespace).",
 )
+
+
+def _without(schema: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    # The API always answers the JSON; the tools' `view` has no place here.
+    return {**schema, "properties": {name: spec for name, spec in schema["properties"].items() if name not in names}}
+
+
+API_LIST_INPUT = _without(LIST_INPUT, "view")
+API_SEARCH_INPUT = _without(SEARCH_INPUT, "view")
 LIST_PARAMETERS = [
-    *query_parameters(LIST_INPUT),
+    *query_parameters(API_LIST_INPUT),
     *query_parameters(
-        {"properties": {name: spec for name, spec in SEARCH_INPUT["properties"].items() if name != "includeCompleted"}},
+        {"properties": {name: spec for name, spec in SEARCH_INPUT["properties"].items() if name in ("query", "limit")}},
         rename={"query": "q"},
     ),
 ]
@@ -87,8 +96,6 @@ def fail_on(problems: Mapping[str, str], schema: Mapping[str, Any]) -> None:
             "; ".join(problems[name] for name in fields),
             {name: problems[name] for name in fields},
         )
-
-
 
 
 def _key(todo_id: str) -> str:
@@ -128,36 +135,43 @@ class TodoListView(TodosView):
         summary="List or search todos",
         description="Pending todos first (priority high to low, then soonest deadline, then oldest), then completed "
         "ones with includeCompleted (newest completion first), then deleted ones with includeDeleted. With q, a "
-        "fuzzy search instead, as the search_todos tool.",
+        "fuzzy search instead, as the search_todos tool. dueBefore, dueAfter, priority, under and tag narrow "
+        "either, as they narrow the tools' answers.",
         parameters=LIST_PARAMETERS,
         responses=responses({200: TodoSerializer(many=True)}, 400),
     )
     def get(self, request: Request) -> Response:
         uid = account_for(request.user).uid
         if "q" in request.query_params:
-            arguments = query_arguments(request, SEARCH_INPUT, rename={"query": "q"})
-            values, problems = read(SEARCH_INPUT, arguments)
+            arguments = query_arguments(request, API_SEARCH_INPUT, rename={"query": "q"})
+            values, problems = read(API_SEARCH_INPUT, arguments)
+            filters = filter_fields(values, problems)
             problems = {
                 ("q" if name == "query" else name): text.replace("query", "q", 1) if name == "query" else text
                 for name, text in problems.items()
             }
-            fail_on(problems, {"properties": {"q": {}, **SEARCH_INPUT["properties"]}})
+            fail_on(problems, {"properties": {"q": {}, **API_SEARCH_INPUT["properties"]}})
             todos = selectors.todo_search(
                 owner=request.user,
                 query=values["query"],
                 include_completed=values["includeCompleted"],
                 limit=values["limit"],
+                filters=filters,
             )
             return Response(format_todos(todos, uid=uid))
         # limit only cuts search results, but a bad one is refused here too rather than silently ignored.
         listing = {
-            **LIST_INPUT,
-            "properties": {**LIST_INPUT["properties"], "limit": SEARCH_INPUT["properties"]["limit"]},
+            **API_LIST_INPUT,
+            "properties": {**API_LIST_INPUT["properties"], "limit": SEARCH_INPUT["properties"]["limit"]},
         }
         values, problems = read(listing, query_arguments(request, listing))
+        filters = filter_fields(values, problems)
         fail_on(problems, listing)
         todos = selectors.todo_list(
-            owner=request.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
+            owner=request.user,
+            include_completed=values["includeCompleted"],
+            include_deleted=values["includeDeleted"],
+            filters=filters,
         )
         return Response(format_todos(todos, uid=uid))
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from todos.models import Todo
+from todos.planning import parents
 from todos.selectors import Usage
 from todos.timestamps import format_instant
 
@@ -23,11 +25,15 @@ TODO_KEYS = (
     "deadlineAt",
     "links",
 )
+# Written after the seed's keys, and only when not empty: a todo made as the seed makes them reads byte for
+# byte as the seed wrote it.
+EXTRA_KEYS = ("tags", "blockedBy")
+NO_TODOS = "No todos."
 
 
 def format_todo(todo: Todo, *, uid: str) -> dict[str, Any]:
     # The uid is passed in rather than read through todo.owner, so formatting never queries.
-    return {
+    data: dict[str, Any] = {
         "id": todo.key,
         "uid": uid,
         "name": todo.name,
@@ -40,10 +46,80 @@ def format_todo(todo: Todo, *, uid: str) -> dict[str, Any]:
         "deadlineAt": format_instant(todo.deadline_at),
         "links": list(todo.links),
     }
+    if todo.tags:
+        data["tags"] = list(todo.tags)
+    if todo.blocked_by:
+        data["blockedBy"] = list(todo.blocked_by)
+    return data
 
 
 def format_todos(todos: Iterable[Todo], *, uid: str) -> list[dict[str, Any]]:
     return [format_todo(todo, uid=uid) for todo in todos]
+
+
+def _nested(todos: Sequence[Todo]) -> list[tuple[Todo, list[Any]]]:
+    """(todo, children) trees: a sub-task follows its parent when its parent is in the answer too; every other
+    todo keeps its place in the answer's order."""
+    parent = parents({todo.key: todo.links for todo in todos})
+    nodes: dict[str, tuple[Todo, list[Any]]] = {todo.key: (todo, []) for todo in todos}
+    roots = []
+    for todo in todos:
+        if todo.key in parent:
+            nodes[parent[todo.key]][1].append(nodes[todo.key])
+        else:
+            roots.append(nodes[todo.key])
+    return roots
+
+
+def format_tree(todos: Sequence[Todo], *, uid: str) -> list[dict[str, Any]]:
+    """The seed's JSON nested by links: sub-tasks under ``subtasks`` of their parent (present when not empty)."""
+
+    def node(todo: Todo, children: list[Any]) -> dict[str, Any]:
+        data = format_todo(todo, uid=uid)
+        if children:
+            data["subtasks"] = [node(*child) for child in children]
+        return data
+
+    return [node(*root) for root in _nested(todos)]
+
+
+def _due(todo: Todo, now: datetime) -> str:
+    if todo.deadline_at is None:
+        return "-"
+    moment = todo.deadline_at.astimezone(UTC)
+    day = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+    # Most deadlines are days; the time is shown only when one was given.
+    text = day if (moment.hour, moment.minute, moment.second) == (0, 0, 0) else f"{day} {moment:%H:%M}"
+    if todo.completed_at is None and todo.deleted_at is None and todo.deadline_at < now:
+        return f"{text} overdue"
+    return text
+
+
+def compact_line(todo: Todo, *, now: datetime, depth: int = 0) -> str:
+    """``id · priority · due · name``, then what the agent must know before acting: tags, done, deleted, blocked."""
+    marks = [f"#{tag}" for tag in todo.tags]
+    if todo.completed_at is not None:
+        marks.append("[done]")
+    if todo.deleted_at is not None:
+        marks.append("[deleted]")
+    if blockers := getattr(todo, "open_blockers", None):
+        marks.append(f"[blocked by {', '.join(blockers)}]")
+    line = " · ".join((todo.key, todo.priority, _due(todo, now), todo.name))
+    return "  " * depth + " ".join((line, *marks))
+
+
+def format_compact(todos: Sequence[Todo], *, now: datetime) -> str:
+    """One line per todo, sub-tasks indented two spaces under their parent; ``No todos.`` when empty."""
+    lines: list[str] = []
+
+    def walk(todo: Todo, children: list[Any], depth: int) -> None:
+        lines.append(compact_line(todo, now=now, depth=depth))
+        for child in children:
+            walk(*child, depth + 1)
+
+    for root in _nested(todos):
+        walk(*root, 0)
+    return "\n".join(lines) if lines else NO_TODOS
 
 
 def format_usage(usage: Usage) -> dict[str, int]:

@@ -38,6 +38,10 @@ class Todo(models.Model):
     links = models.JSONField(
         default=list, blank=True, help_text="Ids of related todos (sub-tasks point at their root)."
     )
+    tags = models.JSONField(default=list, blank=True, help_text="Lowercase words, at most 20.")
+    blocked_by = models.JSONField(
+        default=list, blank=True, help_text="Ids of the owner's todos that must be completed before this one."
+    )
 
     # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
     objects = TodoQuerySet.as_manager()

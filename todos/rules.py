@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -11,6 +12,9 @@ ID_MAX = 128
 NAME_MAX = 255
 DESCRIPTION_MAX = 20_000
 LINKS_MAX = 100
+TAGS_MAX = 20
+TAG_MAX = 40
+BLOCKERS_MAX = 100
 PRIORITIES: tuple[str, ...] = tuple(Priority.values)
 PRIORITY_PROBLEM = f"priority must be one of {', '.join(PRIORITIES)}"
 
@@ -54,6 +58,50 @@ def links_problems(links: Iterable[str]) -> list[str]:
         if not isinstance(link, str):
             problems.append(f"links item {index} must be a string")
         elif problem := id_problem(link, field=f"links item {index}"):
+            problems.append(problem)
+    return problems
+
+
+# One word: letters and digits of any script, joined by single hyphens or underscores (`needs-review`, `v2`).
+_TAG = re.compile(r"[^\W_]+(?:[-_][^\W_]+)*")
+TAG_RULE = "a lowercase word of letters and digits, hyphens or underscores allowed inside, like needs-review"
+
+
+def tag_problem(value: str, *, field: str = "tag") -> str | None:
+    """The tag as it is stored is ``value.lower()``: people write `Backend`, the list keeps `backend`."""
+    if not 1 <= len(value) <= TAG_MAX:
+        return f"{field} must be 1-{TAG_MAX} characters, got {len(value)}"
+    if not _TAG.fullmatch(value):
+        return f"{field} must be {TAG_RULE}"
+    return None
+
+
+def tags_problems(tags: Iterable[str]) -> list[str]:
+    items = list(tags)
+    if len(items) > TAGS_MAX:
+        return [f"tags must have at most {TAGS_MAX} items, got {len(items)}"]
+    problems = []
+    for index, tag in enumerate(items):
+        if not isinstance(tag, str):
+            problems.append(f"tags item {index} must be a string")
+        elif problem := tag_problem(tag, field=f"tags item {index}"):
+            problems.append(problem)
+    return problems
+
+
+def normal_tags(tags: Iterable[str]) -> list[str]:
+    return dedupe(tag.lower() for tag in tags)
+
+
+def blockers_problems(blockers: Iterable[str]) -> list[str]:
+    items = list(blockers)
+    if len(items) > BLOCKERS_MAX:
+        return [f"blockedBy must have at most {BLOCKERS_MAX} items, got {len(items)}"]
+    problems = []
+    for index, blocker in enumerate(items):
+        if not isinstance(blocker, str):
+            problems.append(f"blockedBy item {index} must be a string")
+        elif problem := id_problem(blocker, field=f"blockedBy item {index}"):
             problems.append(problem)
     return problems
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Case, Count, F, IntegerField, Max, Value, When
+from django.utils import timezone
 
 from accounts.models import Account
 from accounts.services import account_for
 from todos.exceptions import NotFound
 from todos.models import Priority, Todo
+from todos.planning import TodoFilter, open_blockers, parents, subtree
 from todos.search import Doc, TodoIndex
 
 SEARCH_CACHE_SIZE = 64
@@ -42,7 +45,63 @@ _PRIORITY_RANK = Case(
 )
 
 
-def todo_list(*, owner: AbstractBaseUser, include_completed: bool = False, include_deleted: bool = False) -> list[Todo]:
+PRIORITY_ORDER = {Priority.HIGH: 0, Priority.MEDIUM: 1, Priority.LOW: 2}
+NO_FILTER = TodoFilter()
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """How the owner's todos hang together: links and blockers of every one, and which are still open."""
+
+    links: dict[str, list[str]]
+    open_keys: set[str]
+
+
+def _graph(owner: AbstractBaseUser) -> _Graph:
+    rows = Todo.objects.owned_by(owner).values_list("key", "links", "completed_at", "deleted_at")
+    links, open_keys = {}, set()
+    for key, targets, completed_at, deleted_at in rows:
+        links[key] = list(targets)
+        if completed_at is None and deleted_at is None:
+            open_keys.add(key)
+    return _Graph(links, open_keys)
+
+
+def _plan(owner: AbstractBaseUser, todos: Iterable[Todo], filters: TodoFilter) -> list[Todo]:
+    """The todos that pass the filters, in the order given, each told which of its blockers are still open
+    (``open_blockers``, what the compact view marks and next_todos skips)."""
+    todos = list(todos)
+    # The owner's graph costs a query; most lists need it for nothing (no sub-tree asked, nobody waiting).
+    needed = filters.under is not None or any(todo.blocked_by for todo in todos)
+    graph = _graph(owner) if needed else _Graph({}, set())
+    inside: set[str] | None = None
+    if filters.under is not None:
+        if filters.under not in graph.links:
+            raise NotFound()
+        inside = subtree(filters.under, parents(graph.links))
+    kept = []
+    for todo in todos:
+        deadline = todo.deadline_at
+        if (
+            (inside is not None and todo.key not in inside)
+            or (filters.priority is not None and todo.priority != filters.priority)
+            or (filters.tag is not None and filters.tag not in todo.tags)
+            or (filters.due_before is not None and (deadline is None or deadline >= filters.due_before))
+            or (filters.due_after is not None and (deadline is None or deadline < filters.due_after))
+        ):
+            continue
+        todo.open_blockers = open_blockers(todo.blocked_by, graph.open_keys)
+        kept.append(todo)
+    return kept
+
+
+def todo_list(
+    *,
+    owner: AbstractBaseUser,
+    include_completed: bool = False,
+    include_deleted: bool = False,
+    filters: TodoFilter = NO_FILTER,
+) -> list[Todo]:
     """Pending (priority, soonest deadline, oldest), then completed (newest first), then deleted (newest first)."""
     alive = Todo.objects.owned_by(owner).alive()
     todos = list(
@@ -54,7 +113,26 @@ def todo_list(*, owner: AbstractBaseUser, include_completed: bool = False, inclu
         todos += alive.filter(completed_at__isnull=False).order_by("-completed_at", "key")
     if include_deleted:
         todos += Todo.objects.owned_by(owner).filter(deleted_at__isnull=False).order_by("-deleted_at", "key")
-    return todos
+    return _plan(owner, todos, filters)
+
+
+def todo_next(*, owner: AbstractBaseUser, limit: int = 10, filters: TodoFilter = NO_FILTER) -> list[Todo]:
+    """The pending todos nothing open blocks, in the order to take them: overdue first, then priority, then
+    soonest deadline (none last), then oldest."""
+    now = timezone.now()
+    pending = Todo.objects.owned_by(owner).alive().filter(completed_at__isnull=True)
+    free = [todo for todo in _plan(owner, pending, filters) if not todo.open_blockers]
+    free.sort(
+        key=lambda todo: (
+            not (todo.deadline_at is not None and todo.deadline_at < now),
+            PRIORITY_ORDER.get(todo.priority, len(PRIORITY_ORDER)),
+            todo.deadline_at is None,
+            todo.deadline_at or now,
+            todo.created_at,
+            todo.key,
+        )
+    )
+    return free[:limit]
 
 
 def todo_usage(*, owner: AbstractBaseUser) -> Usage:
@@ -107,8 +185,19 @@ def _searchable(owner: AbstractBaseUser, include_completed: bool):  # -> TodoQue
     return todos if include_completed else todos.filter(completed_at__isnull=True)
 
 
-def todo_search(*, owner: AbstractBaseUser, query: str, include_completed: bool = False, limit: int = 20) -> list[Todo]:
-    """Best matches first; deleted todos never; [] when no word of the query resembles a word of a todo."""
+def todo_search(
+    *,
+    owner: AbstractBaseUser,
+    query: str,
+    include_completed: bool = False,
+    limit: int = 20,
+    filters: TodoFilter = NO_FILTER,
+) -> list[Todo]:
+    """Best matches first; deleted todos never; [] when no word of the query resembles a word of a todo.
+
+    With filters, every match is ranked and the filters cut the ranking, so a filter never leaves fewer
+    results than the limit while more matching todos exist.
+    """
     stats = Todo.objects.owned_by(owner).aggregate(count=Count("pk"), latest=Max("updated_at"))
     version = (stats["count"], stats["latest"])
     slot = (owner.pk, include_completed)
@@ -117,9 +206,9 @@ def todo_search(*, owner: AbstractBaseUser, query: str, include_completed: bool 
         rows = _searchable(owner, include_completed).values_list("key", "name", "description")
         index = TodoIndex.build(Doc(key, name, description) for key, name, description in rows)
         search_indexes.put(slot, version, index)
-    keys = index.search(query, limit)
+    keys = index.search(query, max(len(index), 1) if filters else limit)
     if not keys:
         return []
     found = {todo.key: todo for todo in _searchable(owner, include_completed).filter(key__in=keys)}
     # A todo changed between the two reads is left out rather than shown in a state it no longer has.
-    return [found[key] for key in keys if key in found]
+    return _plan(owner, [found[key] for key in keys if key in found], filters)[:limit]

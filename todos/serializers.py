@@ -25,6 +25,14 @@ class TodoSerializer(serializers.Serializer):
     deletedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
     deadlineAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
     links = serializers.ListField(child=serializers.CharField(), help_text="Ids of related todos.")
+    tags = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Lowercase words; present when not empty."
+    )
+    blockedBy = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(),
+        required=False,
+        help_text="Ids of todos to be completed first; present when not empty.",
+    )
 
     def to_representation(self, instance: Todo) -> dict[str, Any]:
         return format_todo(instance, uid=self.context["uid"])

@@ -15,18 +15,51 @@ from accounts.services import account_for
 from todos import rules
 from todos.exceptions import LimitReached, NotFound, ValidationFailed
 from todos.models import Priority, Todo
+from todos.planning import blocking_cycle
 
 ONE_TICK = timedelta(microseconds=1)
 
 
-def todo_field_problems(*, key: str, name: str, description: str, priority: str, links: Sequence[str]) -> list[str]:
+def todo_field_problems(
+    *,
+    key: str,
+    name: str,
+    description: str,
+    priority: str,
+    links: Sequence[str],
+    tags: Sequence[str] = (),
+    blocked_by: Sequence[str] = (),
+) -> list[str]:
     problems = [
         rules.id_problem(key),
         rules.text_problem("name", name, low=1, high=rules.NAME_MAX),
         rules.text_problem("description", description, low=0, high=rules.DESCRIPTION_MAX, multiline=True),
         None if priority in rules.PRIORITIES else rules.PRIORITY_PROBLEM,
     ]
-    return [problem for problem in problems if problem] + rules.links_problems(links)
+    return [
+        *(problem for problem in problems if problem),
+        *rules.links_problems(links),
+        *rules.tags_problems(tags),
+        *rules.blockers_problems(blocked_by),
+    ]
+
+
+def _blocker_problems(owner: AbstractBaseUser, key: str, blocked_by: list[str]) -> list[str]:
+    """Blockers must be the owner's live todos, and waiting on them must not close a loop back to ``key``."""
+    rows = Todo.objects.owned_by(owner).values_list("key", "blocked_by", "deleted_at")
+    graph = {other: list(blockers) for other, blockers, _ in rows}
+    deleted = {other for other, _, deleted_at in rows if deleted_at is not None}
+    problems = []
+    for index, blocker in enumerate(blocked_by):
+        if blocker == key:
+            problems.append(f"blockedBy item {index} is the todo itself ({key}); a todo cannot wait on itself")
+        elif blocker not in graph:
+            problems.append(f"blockedBy item {index} names no todo of yours: {blocker}")
+        elif blocker in deleted:
+            problems.append(f"blockedBy item {index} names a deleted todo: {blocker}")
+    if not problems and (cycle := blocking_cycle(key, blocked_by, graph)):
+        problems.append(f"blockedBy would make a cycle: {' → '.join(cycle)}; remove one of these blockers")
+    return problems
 
 
 def _lock_and_stamp(owner: AbstractBaseUser) -> tuple[Account, datetime]:
@@ -55,12 +88,20 @@ def todo_put(
     completed_at: datetime | None = None,
     deadline_at: datetime | None = None,
     links: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    blocked_by: Sequence[str] = (),
 ) -> Todo:
     """Create the todo, or replace every field of the owner's todo with this id (restoring it if deleted)."""
-    if problems := todo_field_problems(key=key, name=name, description=description, priority=priority, links=links):
+    if problems := todo_field_problems(
+        key=key, name=name, description=description, priority=priority, links=links, tags=tags, blocked_by=blocked_by
+    ):
         raise ValidationFailed(problems)
+    blockers = rules.dedupe(blocked_by)
     with transaction.atomic():
         account, now = _lock_and_stamp(owner)
+        # Checked under the owner's lock, so two concurrent puts cannot each close half of a loop.
+        if blockers and (problems := _blocker_problems(owner, key, blockers)):
+            raise ValidationFailed(problems)
         todo = Todo.objects.owned_by(owner).filter(key=key).first()
         if todo is None:
             count = Todo.objects.owned_by(owner).count()
@@ -76,6 +117,8 @@ def todo_put(
         todo.completed_at = completed_at
         todo.deadline_at = deadline_at
         todo.links = rules.dedupe(links)
+        todo.tags = rules.normal_tags(tags)
+        todo.blocked_by = blockers
         todo.deleted_at = None
         todo.updated_at = now
         todo.save()

@@ -11,13 +11,16 @@ from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any, Literal
 
+from django.utils import timezone
+
 from accounts.services import account_for
 from config.mcp.arguments import Problem, read_arguments
 from config.mcp.tools import Caller, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
 from todos import rules, selectors, services
 from todos.access import list_url
 from todos.exceptions import TodoError
-from todos.formatting import TODO_KEYS, format_todo, format_todos, format_usage, to_json
+from todos.formatting import TODO_KEYS, format_compact, format_todo, format_todos, format_tree, format_usage, to_json
+from todos.planning import DUE_RULE, TodoFilter, read_due
 from todos.timestamps import read_instant
 
 Arguments = dict[str, Any]
@@ -50,13 +53,30 @@ TODO_SCHEMA: dict[str, Any] = {
         "deletedAt": NULLABLE_INSTANT,
         "deadlineAt": NULLABLE_INSTANT,
         "links": {"type": "array", "items": {"type": "string"}},
+        "tags": {"type": "array", "items": {"type": "string"}, "description": "Present when the todo has tags."},
+        "blockedBy": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Present when the todo waits on other todos.",
+        },
     },
     "required": list(TODO_KEYS),
     "additionalProperties": False,
 }
+LISTED_TODO_SCHEMA: dict[str, Any] = {
+    **TODO_SCHEMA,
+    "properties": {
+        **TODO_SCHEMA["properties"],
+        "subtasks": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": 'view "tree" only: the sub-tasks, nested the same way; present when not empty.',
+        },
+    },
+}
 TODO_LIST_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"todos": {"type": "array", "items": TODO_SCHEMA}},
+    "properties": {"todos": {"type": "array", "items": LISTED_TODO_SCHEMA}},
     "required": ["todos"],
     "additionalProperties": False,
 }
@@ -117,13 +137,83 @@ PUT_INPUT = _object(
             "default": [],
             "description": "Ids of related todos; a sub-task lists its root todo's id. Duplicates are dropped.",
         },
+        "tags": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": rules.TAG_MAX, "description": "One word."},
+            "maxItems": rules.TAGS_MAX,
+            "default": [],
+            "description": f'Labels to filter by, e.g. ["backend", "needs-review"]: each {rules.TAG_RULE}; '
+            "stored in lowercase, duplicates dropped.",
+        },
+        "blockedBy": {
+            "type": "array",
+            "items": {**ID_SCHEMA, "description": "The id of a todo that must be completed first."},
+            "maxItems": rules.BLOCKERS_MAX,
+            "default": [],
+            "description": 'Ids of your todos that must be completed before this one, e.g. ["design-schema"]. '
+            "Until they all are, this todo is blocked and next_todos leaves it out. A loop of todos waiting on "
+            "each other is refused.",
+        },
     },
     ("id", "name", "description"),
 )
+DUE_HELP = "`today`, `tomorrow` and `this week` are UTC days and the ISO week (Monday to Sunday); `overdue` is now."
+FILTERS: dict[str, Any] = {
+    "dueBefore": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "description": "Only todos with a deadline before this: an ISO 8601 date or date-time, or `today` (due by "
+        f"the end of today, overdue included), `tomorrow`, `this week`, `overdue` (past due). {DUE_HELP}",
+    },
+    "dueAfter": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "description": "Only todos with a deadline at or after this: an ISO 8601 date or date-time, or `today` "
+        "(due today or later), `tomorrow`, `this week`, `overdue` (not yet past due).",
+    },
+    "priority": {"type": "string", "enum": list(rules.PRIORITIES), "description": "Only todos of this priority."},
+    "under": {
+        **ID_SCHEMA,
+        "description": "Only this todo and its sub-tasks at any depth (a todo's parent is the first of its links "
+        "that names another of your todos). Usually a root todo's id, e.g. `remodel-basement`.",
+    },
+    "tag": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": rules.TAG_MAX,
+        "description": "Only todos with this tag (any case), e.g. `backend`.",
+    },
+}
+VIEW: dict[str, Any] = {
+    "type": "string",
+    "enum": ["json", "compact", "tree"],
+    "default": "json",
+    "description": "`json` (the default): an array of Todos. `compact`: one line per todo, "
+    "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...]; sub-tasks indented "
+    "under their parent, about a fifth of the JSON's size. `tree`: the JSON with sub-tasks nested under "
+    "`subtasks` of their parent.",
+}
 LIST_INPUT = _object(
     {
         "includeCompleted": {"type": "boolean", "default": False, "description": "Also return completed todos."},
         "includeDeleted": {"type": "boolean", "default": False, "description": "Also return deleted todos."},
+        **FILTERS,
+        "view": VIEW,
+    }
+)
+NEXT_INPUT = _object(
+    {
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 200,
+            "default": 10,
+            "description": "Most todos to return.",
+        },
+        **FILTERS,
+        "view": VIEW,
     }
 )
 SEARCH_INPUT = _object(
@@ -142,6 +232,8 @@ SEARCH_INPUT = _object(
             "default": 20,
             "description": "Most results to return.",
         },
+        **FILTERS,
+        "view": VIEW,
     },
     ("query",),
 )
@@ -190,8 +282,6 @@ def _id_argument(arguments: Any) -> str:
     return values["id"]
 
 
-
-
 # --- replies ---------------------------------------------------------------------------------------------
 
 
@@ -204,9 +294,16 @@ def todo_reply(caller: Caller, todo: Any) -> ToolReply:
     return ToolReply(to_json(data), structured=data)
 
 
-def todos_reply(caller: Caller, todos: list[Any]) -> ToolReply:
-    data = format_todos(todos, uid=_uid(caller))
-    return ToolReply(to_json(data), structured={"todos": data})
+def todos_reply(caller: Caller, todos: list[Any], view: str = "json") -> ToolReply:
+    """The seed's JSON array, or the view asked for. Structured content always carries the todos as JSON (nested
+    for ``tree``), for programs; the compact text is for the model to read."""
+    uid = _uid(caller)
+    if view == "tree":
+        tree = format_tree(todos, uid=uid)
+        return ToolReply(to_json(tree), structured={"todos": tree})
+    data = format_todos(todos, uid=uid)
+    text = format_compact(todos, now=timezone.now()) if view == "compact" else to_json(data)
+    return ToolReply(text, structured={"todos": data})
 
 
 ToolHandler = Callable[[Caller, Arguments], ToolReply]
@@ -250,12 +347,54 @@ def put_fields(arguments: Any) -> tuple[dict[str, Any], dict[str, str]]:
         problems.setdefault("id", problem)
     if "links" in values and (link_problems := rules.links_problems(values["links"])):
         problems.setdefault("links", "; ".join(link_problems))
+    if "tags" in values and (tag_problems := rules.tags_problems(values["tags"])):
+        problems.setdefault("tags", "; ".join(tag_problems))
+    if "blockedBy" in values and (blocker_problems := rules.blockers_problems(values["blockedBy"])):
+        problems.setdefault("blockedBy", "; ".join(blocker_problems))
     completed_at = read_instant(values, "completedAt", problems)
     deadline_at = read_instant(values, "deadlineAt", problems)
     if problems:
         return {}, problems
-    fields = {name: values[name] for name in ("name", "description", "priority", "links")}
-    return {**fields, "key": values["id"], "completed_at": completed_at, "deadline_at": deadline_at}, problems
+    fields = {name: values[name] for name in ("name", "description", "priority", "links", "tags")}
+    return {
+        **fields,
+        "key": values["id"],
+        "completed_at": completed_at,
+        "deadline_at": deadline_at,
+        "blocked_by": values["blockedBy"],
+    }, problems
+
+
+def filter_fields(values: Mapping[str, Any], problems: dict[str, str]) -> TodoFilter:
+    """The filters among read arguments, as the selectors take them; a bad one is recorded in ``problems``
+    under its name (shared with the REST API)."""
+    now = timezone.now()
+    bounds = {}
+    for name, side in (("dueBefore", "before"), ("dueAfter", "after")):
+        if name in values and name not in problems:
+            bounds[name] = read_due(values[name], side=side, now=now)
+            if bounds[name] is None:
+                problems[name] = f"{name} must be {DUE_RULE}"
+    under = values.get("under")
+    if under is not None and "under" not in problems and (problem := rules.id_problem(under, field="under")):
+        problems["under"] = problem
+    tag = values.get("tag")
+    if tag is not None and "tag" not in problems and (problem := rules.tag_problem(tag)):
+        problems["tag"] = problem
+    return TodoFilter(
+        due_before=bounds.get("dueBefore"),
+        due_after=bounds.get("dueAfter"),
+        priority=values.get("priority"),
+        under=under,
+        tag=tag.lower() if tag is not None else None,
+    )
+
+
+def read_listing(schema: Mapping[str, Any], arguments: Any) -> tuple[Arguments, TodoFilter]:
+    values, problems = read(schema, arguments)
+    filters = filter_fields(values, problems)
+    fail_on(problems, schema)
+    return values, filters
 
 
 @domain_errors
@@ -267,22 +406,34 @@ def put_todo(caller: Caller, arguments: Arguments) -> ToolReply:
 
 @domain_errors
 def list_todos(caller: Caller, arguments: Arguments) -> ToolReply:
-    values, problems = read(LIST_INPUT, arguments)
-    fail_on(problems, LIST_INPUT)
+    values, filters = read_listing(LIST_INPUT, arguments)
     todos = selectors.todo_list(
-        owner=caller.user, include_completed=values["includeCompleted"], include_deleted=values["includeDeleted"]
+        owner=caller.user,
+        include_completed=values["includeCompleted"],
+        include_deleted=values["includeDeleted"],
+        filters=filters,
     )
-    return todos_reply(caller, todos)
+    return todos_reply(caller, todos, values["view"])
 
 
 @domain_errors
 def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
-    values, problems = read(SEARCH_INPUT, arguments)
-    fail_on(problems, SEARCH_INPUT)
+    values, filters = read_listing(SEARCH_INPUT, arguments)
     todos = selectors.todo_search(
-        owner=caller.user, query=values["query"], include_completed=values["includeCompleted"], limit=values["limit"]
+        owner=caller.user,
+        query=values["query"],
+        include_completed=values["includeCompleted"],
+        limit=values["limit"],
+        filters=filters,
     )
-    return todos_reply(caller, todos)
+    return todos_reply(caller, todos, values["view"])
+
+
+@domain_errors
+def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, filters = read_listing(NEXT_INPUT, arguments)
+    todos = selectors.todo_next(owner=caller.user, limit=values["limit"], filters=filters)
+    return todos_reply(caller, todos, values["view"])
 
 
 @domain_errors
@@ -307,7 +458,11 @@ def reopen_todo(caller: Caller, arguments: Arguments) -> ToolReply:
 
 TODO_JSON = (
     "a Todo as JSON: {id, uid, name, description, priority, createdAt, updatedAt, completedAt, deletedAt, "
-    "deadlineAt, links}, timestamps in UTC like 2026-11-30T09:15:42.123Z"
+    "deadlineAt, links}, then tags and blockedBy when not empty, timestamps in UTC like 2026-11-30T09:15:42.123Z"
+)
+FILTER_HELP = (
+    "Narrow with dueBefore/dueAfter (ISO 8601, or today, tomorrow, this week, overdue), priority, under (a todo "
+    'and its sub-tasks) and tag; view "compact" answers one short line per todo, view "tree" nests sub-tasks.'
 )
 
 TOOLS: tuple[Tool, ...] = (
@@ -339,9 +494,10 @@ TOOLS: tuple[Tool, ...] = (
         name="put_todo",
         title="Create or replace a todo",
         description="Create a todo, or replace the user's todo with the same id entirely: every field takes "
-        "the value given or its default (priority medium, no completedAt, no deadlineAt, no links), createdAt "
-        "is kept, and a deleted todo is restored. To change one field, read the todo with get_todo first and "
-        f"send all its fields back. Returns {TODO_JSON}.",
+        "the value given or its default (priority medium, no completedAt, no deadlineAt, no links, tags or "
+        "blockedBy), createdAt is kept, and a deleted todo is restored. To change one field, read the todo with "
+        "get_todo first and send all its fields back. blockedBy lists todos that must be completed first "
+        f"(a loop is refused, naming it). Returns {TODO_JSON}.",
         input_schema=PUT_INPUT,
         output_schema=TODO_SCHEMA,
         handler=put_todo,
@@ -353,7 +509,7 @@ TOOLS: tuple[Tool, ...] = (
         title="List todos",
         description="The user's todos as a JSON array: pending ones first, by priority (high to low), then "
         "deadline (soonest first, none last), then creation; then completed ones (newest completion first) if "
-        "includeCompleted; then deleted ones (newest deletion first) if includeDeleted.",
+        f"includeCompleted; then deleted ones (newest deletion first) if includeDeleted. {FILTER_HELP}",
         input_schema=LIST_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=list_todos,
@@ -366,10 +522,22 @@ TOOLS: tuple[Tool, ...] = (
         description="Fuzzy search over the names and descriptions of the user's todos (typos, partial words "
         "and any word order are fine; names count more than descriptions). Returns a JSON array, best match "
         "first, or [] when nothing resembles the query. Deleted todos are never searched; completed ones only "
-        "with includeCompleted.",
+        f"with includeCompleted. {FILTER_HELP}",
         input_schema=SEARCH_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=search_todos,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="next_todos",
+        title="What to do next",
+        description="The todos to work on next, in the order to take them: pending and not blocked (every "
+        "blockedBy todo completed), overdue ones first, then by priority (high to low), soonest deadline (none "
+        f"last) and age (oldest first). At most limit (10) todos. {FILTER_HELP}",
+        input_schema=NEXT_INPUT,
+        output_schema=TODO_LIST_SCHEMA,
+        handler=next_todos,
         read_only=True,
         idempotent=True,
     ),
@@ -460,8 +628,9 @@ TOOLSET = ToolSet(
     name="todos",
     version="0.1.0",
     instructions="The user's to-do list. Todos have ids you choose (kebab-case); put_todo creates or replaces "
-    "one, list_todos and search_todos find them, complete_todo checks one off. Sub-tasks list their root "
-    "todo's id in links. get_list_url gives the user a web page with their list.",
+    "one, list_todos and search_todos find them, next_todos says what to do next, complete_todo checks one "
+    "off. Sub-tasks list their root todo's id in links; blockedBy makes a todo wait on others. "
+    "get_list_url gives the user a web page with their list.",
     internal_error_text="Internal error: the todo list could not be reached; try again",
     tools=TOOLS,
     prompts=PROMPTS,

@@ -90,6 +90,7 @@ async def scenario_listing(client: Client) -> None:
         "get_todo",
         "delete_todo",
         "reopen_todo",
+        "next_todos",
     }
     for tool in tools.values():
         assert tool.description and tool.output_schema and tool.output_schema["type"] == "object"
