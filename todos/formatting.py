@@ -102,7 +102,9 @@ def compact_line(todo: Todo, *, now: datetime, depth: int = 0) -> str:
         marks.append("[done]")
     if todo.deleted_at is not None:
         marks.append("[deleted]")
-    if blockers := getattr(todo, "open_blockers", None):
+    # Waiting matters only for work still to do.
+    pending = todo.completed_at is None and todo.deleted_at is None
+    if pending and (blockers := getattr(todo, "open_blockers", None)):
         marks.append(f"[blocked by {', '.join(blockers)}]")
     line = " · ".join((todo.key, todo.priority, _due(todo, now), todo.name))
     return "  " * depth + " ".join((line, *marks))

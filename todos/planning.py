@@ -97,31 +97,27 @@ def subtree(root: str, parent: Mapping[str, str]) -> set[str]:
 
 
 def blocking_cycle(key: str, blockers: Sequence[str], graph: Mapping[str, Sequence[str]]) -> list[str] | None:
-    """The loop ``key`` would close by waiting on ``blockers`` (``[key, ..., key]``), or None.
+    """The shortest loop ``key`` would close by waiting on ``blockers`` (``[key, ..., key]``), or None.
 
     ``graph`` is every todo's current blockedBy; ``key``'s own entry is replaced by ``blockers``.
     """
     edges = {**graph, key: list(blockers)}
-    # Depth-first from key along "waits on" edges; the path back to key is the cycle to name.
-    stack: list[tuple[str, int]] = [(key, 0)]
-    path: list[str] = [key]
-    visited: set[str] = set()
-    while stack:
-        node, index = stack[-1]
-        targets = edges.get(node, ())
-        if index >= len(targets):
-            stack.pop()
-            path.pop()
-            continue
-        stack[-1] = (node, index + 1)
-        target = targets[index]
-        if target == key:
-            return [*path, key]
-        if target in visited or target not in edges:
-            continue
-        visited.add(target)
-        stack.append((target, 0))
-        path.append(target)
+    # Breadth first along "waits on" edges, so the loop named is the shortest one to break.
+    came_from: dict[str, str] = {}
+    frontier = [key]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in edges.get(node, ()):
+                if target == key:
+                    path = [node]
+                    while path[-1] != key:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), key]
+                if target not in came_from and target in edges:
+                    came_from[target] = node
+                    following.append(target)
+        frontier = following
     return None
 
 

@@ -50,7 +50,7 @@ class Answer:
 async def call(client: Client, tool: str, /, **arguments: Any) -> Answer:
     result = await client.call_tool(tool, arguments)
     answer = Answer(text_of(result), bool(result.is_error), result.structured_content)
-    if not answer.is_error and tool != "get_list_url":
+    if not answer.is_error and tool != "get_list_url" and arguments.get("view") != "compact":
         # The text is the seed's JSON; structured content is the same data (lists wrapped in an object).
         data = answer.data
         assert answer.structured == ({"todos": data} if isinstance(data, list) else data)

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from accounts.models import Account
 from tests.clients import http_client, run
-from tests.todos import helpers
+from tests.todos import helpers, planning
 from tests.todos.helpers import call, put
 
 
@@ -45,6 +45,19 @@ def test_todos_http_contract(site, alice):
             await helpers.scenario_limit(client, limit_setter(alice.user))
             await helpers.scenario_search(client)
             await helpers.scenario_prompt(client)
+
+    run(scenario())
+
+
+def test_todos_http_planning(site, alice):
+    async def scenario() -> None:
+        async with http_client(f"{site}/mcp", key=alice.key) as client:
+            await planning.scenario_seed_answers_unchanged(client, alice.uid)
+            await planning.scenario_tags(client)
+            await planning.scenario_blocked(client)
+            await planning.scenario_filters(client)
+            await planning.scenario_next(client)
+            await planning.scenario_views(client)
 
     run(scenario())
 

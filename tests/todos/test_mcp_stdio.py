@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 from django.core import signing
 
 from tests.clients import ROOT, run, stdio_client
-from tests.todos import helpers
+from tests.todos import helpers, planning
 from tests.todos.helpers import call, put
 
 SECRET = "stdio-test-secret-key-that-is-long-enough-for-django"
@@ -59,6 +59,22 @@ def test_todos_stdio_contract(tmp_path):
             await helpers.scenario_limit(client, limit_setter(home, "alice"))
             await helpers.scenario_search(client)
             await helpers.scenario_prompt(client)
+
+    run(scenario())
+
+
+def test_todos_stdio_planning(tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    cwd.mkdir()
+
+    async def scenario() -> None:
+        async with stdio_client("todos", home=home, cwd=cwd, user="alice") as client:
+            await planning.scenario_seed_answers_unchanged(client, None)
+            await planning.scenario_tags(client)
+            await planning.scenario_blocked(client)
+            await planning.scenario_filters(client)
+            await planning.scenario_next(client)
+            await planning.scenario_views(client)
 
     run(scenario())
 
