@@ -208,7 +208,8 @@ def todo_search(
         search_indexes.put(slot, version, index)
     keys = index.search(query, max(len(index), 1) if filters else limit)
     if not keys:
-        return []
+        # Still through the filters: an unknown `under` is refused even when nothing matched.
+        return _plan(owner, [], filters)
     found = {todo.key: todo for todo in _searchable(owner, include_completed).filter(key__in=keys)}
     # A todo changed between the two reads is left out rather than shown in a state it no longer has.
     return _plan(owner, [found[key] for key in keys if key in found], filters)[:limit]

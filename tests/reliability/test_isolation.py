@@ -103,9 +103,35 @@ SWEEP: dict[str, dict[str, Entry]] = {
         "get_list_usage": Entry(probes=({},)),
         "get_list_url": Entry(probes=({},)),
         # A request never names another user's todo into existence: B's put makes B's own todo.
-        "put_todo": Entry(probes=({"id": f"{MARK}-todo", "name": "bob's", "description": "bob's"},)),
-        "list_todos": Entry(probes=({"includeCompleted": True, "includeDeleted": True},)),
-        "search_todos": Entry(probes=({"query": MARK, "includeCompleted": True}, {"query": "secret plan"})),
+        # Nor waits on another user's todo: A's ids in blockedBy are ids B does not have.
+        "put_todo": Entry(
+            probes=(
+                {"id": f"{MARK}-todo", "name": "bob's", "description": "bob's"},
+                {"id": "bob-waits", "name": "bob's", "description": "", "blockedBy": [f"{MARK}-todo"]},
+                {"id": "bob-waits", "name": "bob's", "description": "", "blockedBy": [f"{MARK}-done"]},
+            )
+        ),
+        # `under` names a todo: A's, in every spelling, is a todo B does not have.
+        "list_todos": Entry(
+            {"under": "todo"},
+            probes=(
+                {"includeCompleted": True, "includeDeleted": True},
+                {"includeCompleted": True, "includeDeleted": True, "view": "compact"},
+                {"includeCompleted": True, "includeDeleted": True, "view": "tree", "tag": MARK},
+            ),
+        ),
+        "search_todos": Entry(
+            {"under": "todo"},
+            {"query": MARK},
+            probes=(
+                {"query": MARK, "includeCompleted": True},
+                {"query": "secret plan"},
+                {"query": MARK, "includeCompleted": True, "view": "compact", "tag": MARK},
+            ),
+        ),
+        "next_todos": Entry(
+            {"under": "todo"}, probes=({}, {"view": "compact", "limit": 200}, {"view": "tree", "tag": MARK})
+        ),
         "complete_todo": Entry({"id": "todo"}),
         "get_todo": Entry({"id": "todo"}),
         "delete_todo": Entry({"id": "todo"}),
@@ -125,7 +151,7 @@ def test_every_tool_is_in_the_sweep():
         assert set(SWEEP[server]) <= registered, "the sweep names tools that no longer exist"
         for name, entry in SWEEP[server].items():
             properties = toolset.by_name[name].input_schema.get("properties", {})
-            id_like = {arg for arg in properties if arg == "id" or arg.endswith("_id")}
+            id_like = {arg for arg in properties if arg in ("id", "under") or arg.endswith("_id")}
             if server == "todos" and name == "put_todo":
                 id_like.discard("id")  # the caller's own new id, probed with A's
             assert id_like <= set(entry.ids), f"{server}.{name}: id arguments {id_like - set(entry.ids)} not swept"
@@ -233,10 +259,21 @@ def world(alice, bob, tmp_path, monkeypatch, local_bottles_over_http) -> World:
             name=f"{SECRET} plan {key}",
             description=f"{SECRET} description",
             priority="high",
+            tags=[f"{MARK}-secret"],
         )
+    as_alice(
+        remote,
+        "todos",
+        "put_todo",
+        id=f"{MARK}-waits",
+        name=f"{SECRET} plan waits",
+        description="",
+        links=[f"{MARK}-todo"],
+        blockedBy=[f"{MARK}-todo"],
+    )
     as_alice(remote, "todos", "complete_todo", id=f"{MARK}-done")
     as_alice(remote, "todos", "delete_todo", id=f"{MARK}-gone")
-    records["todo"] = [f"{MARK}-todo", f"{MARK}-done", f"{MARK}-gone"]
+    records["todo"] = [f"{MARK}-todo", f"{MARK}-done", f"{MARK}-gone", f"{MARK}-waits"]
 
     # B has a world of his own, so that every tool has something to answer with.
     bob_caller = Caller(user=bob.user, transport="http")
