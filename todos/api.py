@@ -29,9 +29,10 @@ from config.api import (
     responses,
 )
 from todos import rules, selectors, services
-from todos.exceptions import LimitReached, NotFound, TodoError, ValidationFailed
+from todos.exceptions import BlockerConflict, LimitReached, NotFound, TodoError, ValidationFailed
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
+from todos.planning import DUE_WORDS
 from todos.serializers import TodoSerializer
 from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, filter_fields, put_fields, read
 
@@ -39,6 +40,7 @@ _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ValidationFailed: (status.HTTP_400_BAD_REQUEST, "validation_error"),
     LimitReached: (status.HTTP_409_CONFLICT, "limit_reached"),
+    BlockerConflict: (status.HTTP_409_CONFLICT, "conflict"),
 }
 REPLACE_INPUT: dict[str, Any] = {
     **PUT_INPUT,
@@ -47,7 +49,8 @@ REPLACE_INPUT: dict[str, Any] = {
 }
 # What rules.id_problem accepts: no whitespace, no control characters.
 ID_PATTERN = rf"^[^\s{REFUSED}]+$"
-ID_PATTERNS = {"id": ID_PATTERN, "links[]": ID_PATTERN}
+TAG_PATTERN = rf"^{rules.TAG_PATTERN}$"
+ID_PATTERNS = {"id": ID_PATTERN, "links[]": ID_PATTERN, "blockedBy[]": ID_PATTERN, "tags[]": TAG_PATTERN}
 INSTANT_DOC = {
     "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}, {"type": "null"}]
 }
@@ -76,8 +79,28 @@ def _without(schema: Mapping[str, Any], *names: str) -> dict[str, Any]:
 
 API_LIST_INPUT = _without(LIST_INPUT, "view")
 API_SEARCH_INPUT = _without(SEARCH_INPUT, "view")
+DUE_DOC = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date"},
+        {"type": "string", "enum": list(DUE_WORDS)},
+    ]
+}
+FILTER_DOCS = {
+    "dueBefore": DUE_DOC,
+    "dueAfter": DUE_DOC,
+    "under": {**API_LIST_INPUT["properties"]["under"], "pattern": ID_PATTERN},
+    "tag": {**API_LIST_INPUT["properties"]["tag"], "pattern": TAG_PATTERN},
+}
+LIST_DOC = {
+    **API_LIST_INPUT,
+    "properties": {
+        name: {**FILTER_DOCS[name], "description": spec["description"]} if name in FILTER_DOCS else spec
+        for name, spec in API_LIST_INPUT["properties"].items()
+    },
+}
 LIST_PARAMETERS = [
-    *query_parameters(API_LIST_INPUT),
+    *query_parameters(LIST_DOC),
     *query_parameters(
         {"properties": {name: spec for name, spec in SEARCH_INPUT["properties"].items() if name in ("query", "limit")}},
         rename={"query": "q"},
@@ -138,7 +161,7 @@ class TodoListView(TodosView):
         "fuzzy search instead, as the search_todos tool. dueBefore, dueAfter, priority, under and tag narrow "
         "either, as they narrow the tools' answers.",
         parameters=LIST_PARAMETERS,
-        responses=responses({200: TodoSerializer(many=True)}, 400),
+        responses=responses({200: TodoSerializer(many=True)}, 400, 404),
     )
     def get(self, request: Request) -> Response:
         uid = account_for(request.user).uid

@@ -24,3 +24,8 @@ class ValidationFailed(TodoError):
 
 class LimitReached(TodoError):
     pass
+
+
+class BlockerConflict(ValidationFailed):
+    """blockedBy names todos the owner does not have (or deleted), or would close a loop: wrong for the list as it
+    stands now, not for any list (the REST API answers 409)."""

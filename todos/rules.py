@@ -63,7 +63,8 @@ def links_problems(links: Iterable[str]) -> list[str]:
 
 
 # One word: letters and digits of any script, joined by single hyphens or underscores (`needs-review`, `v2`).
-_TAG = re.compile(r"[^\W_]+(?:[-_][^\W_]+)*")
+TAG_PATTERN = r"[^\W_]+(?:[-_][^\W_]+)*"
+_TAG = re.compile(TAG_PATTERN)
 TAG_RULE = "a lowercase word of letters and digits, hyphens or underscores allowed inside, like needs-review"
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.services import account_for
 from todos import rules
-from todos.exceptions import LimitReached, NotFound, ValidationFailed
+from todos.exceptions import BlockerConflict, LimitReached, NotFound, ValidationFailed
 from todos.models import Priority, Todo
 from todos.planning import blocking_cycle
 
@@ -101,7 +101,7 @@ def todo_put(
         account, now = _lock_and_stamp(owner)
         # Checked under the owner's lock, so two concurrent puts cannot each close half of a loop.
         if blockers and (problems := _blocker_problems(owner, key, blockers)):
-            raise ValidationFailed(problems)
+            raise BlockerConflict(problems)
         todo = Todo.objects.owned_by(owner).filter(key=key).first()
         if todo is None:
             count = Todo.objects.owned_by(owner).count()

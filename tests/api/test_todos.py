@@ -41,7 +41,7 @@ def test_todos_validation_errors_read_as_the_mcp_tool_sentences(alice_api):
         "priority": "priority must be one of low, medium, high",
         "deadlineAt": "deadlineAt must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z",
         "colour": "colour is not an argument of this tool (it takes id, name, description, priority, completedAt, "
-        "deadlineAt, links)",
+        "deadlineAt, links, tags, blockedBy)",
     }
     assert answer.data["message"].startswith("id must not contain whitespace; name must be 1-255 characters")
 
@@ -152,3 +152,47 @@ def test_todos_anonymous_is_401_with_a_challenge(path, transactional_db):
     answer = Api().get(path)
     assert answer.status == 401 and answer.error == "unauthorized"
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_todos_tags_and_blockers_are_stored_and_filtered(alice_api):
+    root = alice_api.put("/api/todos/release/", {"name": "Ship the release", "description": ""})
+    assert tuple(root.data) == TODO_KEYS  # no tags, no blockers: the seed's keys only
+    alice_api.put("/api/todos/schema/", {"name": "Schema", "description": "", "links": ["release"], "tags": ["DB"]})
+    api = alice_api.put(
+        "/api/todos/api/",
+        {"name": "API", "description": "", "links": ["release"], "priority": "high", "blockedBy": ["schema"]},
+    )
+    assert api.status == 201 and api.data["blockedBy"] == ["schema"] and "tags" not in api.data
+    alice_api.put("/api/todos/other/", {"name": "Other", "description": "", "deadlineAt": "2020-01-01"})
+
+    def listed(**params: str) -> list[str]:
+        answer = alice_api.get("/api/todos/", **params)
+        assert answer.status == 200, answer.data
+        return [todo["id"] for todo in answer.data]
+
+    assert listed(tag="db") == ["schema"]
+    assert listed(under="release") == ["api", "release", "schema"]
+    assert listed(under="release", priority="high") == ["api"]
+    assert listed(dueBefore="overdue") == ["other"]
+    assert listed(dueAfter="today") == []
+    assert listed(q="schema", under="release") == ["schema"]
+    assert listed(q="schema", under="other") == []
+    cycle = alice_api.put("/api/todos/schema/", {"name": "Schema", "description": "", "blockedBy": ["api"]})
+    assert cycle.status == 409 and cycle.error == "conflict"
+    assert cycle.data["message"] == "blockedBy would make a cycle: schema → api → schema; remove one of these blockers"
+    assert alice_api.get("/api/todos/schema/").data["tags"] == ["db"]  # the refused put changed nothing
+
+
+def test_todos_filters_refuse_bad_values_in_the_tools_words(alice_api):
+    answer = alice_api.get("/api/todos/", dueBefore="someday", priority="urgent", tag="two words")
+    assert answer.status == 400 and answer.error == "validation_error"
+    assert answer.data["details"] == {
+        "dueBefore": "dueBefore must be an ISO 8601 date or date-time such as 2026-11-30, or one of today, tomorrow, "
+        "this week, overdue",
+        "priority": "priority must be one of low, medium, high",
+        "tag": "tag must be a lowercase word of letters and digits, hyphens or underscores allowed inside, like "
+        "needs-review",
+    }
+    missing = alice_api.get("/api/todos/", under="nope")
+    assert missing.status == 404 and missing.data["message"] == "Todo not found"
+    assert alice_api.get("/api/todos/", q="x", under="nope").status == 404
