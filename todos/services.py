@@ -45,10 +45,14 @@ def todo_field_problems(
 
 
 def _blocker_problems(owner: AbstractBaseUser, key: str, blocked_by: list[str]) -> list[str]:
-    """Blockers must be the owner's live todos, and waiting on them must not close a loop back to ``key``."""
+    """Blockers must be the owner's live todos, and waiting on them must not close a loop back to ``key``.
+
+    A blocker deleted since this todo named it may stay: sending a todo back as it was read must keep working.
+    """
     rows = Todo.objects.owned_by(owner).values_list("key", "blocked_by", "deleted_at")
     graph = {other: list(blockers) for other, blockers, _ in rows}
-    deleted = {other for other, _, deleted_at in rows if deleted_at is not None}
+    kept = set(graph.get(key, ()))
+    deleted = {other for other, _, deleted_at in rows if deleted_at is not None and other not in kept}
     problems = []
     for index, blocker in enumerate(blocked_by):
         if blocker == key:

@@ -9,6 +9,7 @@ from datetime import datetime
 from django import forms
 from django.core.exceptions import ValidationError
 
+from todos import rules
 from todos.models import Priority
 from todos.timestamps import BadInstant, parse_instant
 
@@ -51,6 +52,7 @@ class TodoForm(forms.Form):
     priority = forms.ChoiceField(choices=Priority.choices, required=False)
     deadline = forms.CharField(required=False, help_text="UTC")
     links = forms.CharField(required=False, max_length=20_000)
+    tags = forms.CharField(required=False, max_length=2_000)
 
     def clean_priority(self) -> str:
         return self.cleaned_data["priority"] or Priority.MEDIUM
@@ -66,6 +68,13 @@ class TodoForm(forms.Form):
 
     def clean_links(self) -> list[str]:
         return [link for link in LINK_SPLIT.split(self.cleaned_data["links"]) if link]
+
+    def clean_tags(self) -> list[str]:
+        # People type `#backend, UI`; the list keeps `backend` and `ui`, as the tools store them.
+        tags = [tag.lstrip("#") for tag in LINK_SPLIT.split(self.cleaned_data["tags"]) if tag.lstrip("#")]
+        if problems := rules.tags_problems(tags):
+            raise ValidationError(problems[0].replace("tags item", "tag", 1))
+        return rules.normal_tags(tags)
 
 
 class MemoryForm(forms.Form):

@@ -24,11 +24,12 @@ from accounts.auth import auth_failure_limit, count_failure, throttle_wait, too_
 from todos import services
 from todos.access import list_key_user, list_link_user
 from todos.exceptions import TodoError
-from todos.selectors import todo_get, todo_list, todo_usage
+from todos.selectors import todo_get, todo_list, todo_next, todo_usage
 from webui.forms import TodoForm
 from webui.todo_tree import todo_tree
 
 LIST_VERBS = ("add", "edit", "complete", "reopen", "delete", "restore", "purge")
+NEXT_SHOWN = 5
 PARTIAL_HEADER = "X-Requested-With"
 PARTIAL_VALUE = "fetch"
 
@@ -101,6 +102,7 @@ def _list_context(
     completed = [todo for todo in todos if todo.deleted_at is None and todo.completed_at is not None]
     deleted = [todo for todo in todos if todo.deleted_at is not None]
     return {
+        "next": todo_next(owner=access.owner, limit=NEXT_SHOWN),
         "pending": todo_tree(pending),
         "pending_count": len(pending),
         "completed": todo_tree(completed),
@@ -164,11 +166,12 @@ def _apply(verb: str, owner: AbstractBaseUser, post: QueryDict) -> tuple[str, To
                 except TodoError:
                     pass
             links = data["links"] or ([post["parent"]] if post.get("parent") else [])
-            completed_at = None
+            completed_at, blocked_by = None, []
         else:
             key = data["id"]
             current = todo_get(owner=owner, key=key)
-            links, completed_at = data["links"], current.completed_at
+            # The page does not edit what a todo waits on; an edit keeps it.
+            links, completed_at, blocked_by = data["links"], current.completed_at, current.blocked_by
         services.todo_put(
             owner=owner,
             key=key,
@@ -178,6 +181,8 @@ def _apply(verb: str, owner: AbstractBaseUser, post: QueryDict) -> tuple[str, To
             deadline_at=data["deadline"],
             links=links,
             completed_at=completed_at,
+            tags=data["tags"],
+            blocked_by=blocked_by,
         )
         return key, None
     key = post.get("id", "")

@@ -43,6 +43,7 @@ def todo_fields(todo: Todo, edit_form: TodoForm | None, failed: str) -> dict[str
             "priority": data.get("priority", ""),
             "deadline": data.get("deadline", ""),
             "links": data.get("links", ""),
+            "tags": data.get("tags", ""),
             "errors": edit_form.errors,
             "open": True,
         }
@@ -52,6 +53,7 @@ def todo_fields(todo: Todo, edit_form: TodoForm | None, failed: str) -> dict[str
         "priority": todo.priority,
         "deadline": utc_input(todo.deadline_at),
         "links": ", ".join(todo.links),
+        "tags": ", ".join(todo.tags),
         "errors": {},
         "open": False,
     }
