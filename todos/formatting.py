@@ -110,8 +110,13 @@ def compact_line(todo: Todo, *, now: datetime, depth: int = 0) -> str:
     return "  " * depth + " ".join((line, *marks))
 
 
-def format_compact(todos: Sequence[Todo], *, now: datetime) -> str:
-    """One line per todo, sub-tasks indented two spaces under their parent; ``No todos.`` when empty."""
+def format_compact(todos: Sequence[Todo], *, now: datetime, nest: bool = True) -> str:
+    """One line per todo, sub-tasks indented two spaces under their parent; ``No todos.`` when empty.
+
+    ``nest=False`` keeps the answer's order line for line, for answers whose order is the point (next_todos).
+    """
+    if not nest:
+        return "\n".join(compact_line(todo, now=now) for todo in todos) or NO_TODOS
     lines: list[str] = []
 
     def walk(todo: Todo, children: list[Any], depth: int) -> None:

@@ -294,7 +294,7 @@ def todo_reply(caller: Caller, todo: Any) -> ToolReply:
     return ToolReply(to_json(data), structured=data)
 
 
-def todos_reply(caller: Caller, todos: list[Any], view: str = "json") -> ToolReply:
+def todos_reply(caller: Caller, todos: list[Any], view: str = "json", *, nest: bool = True) -> ToolReply:
     """The seed's JSON array, or the view asked for. Structured content always carries the todos as JSON (nested
     for ``tree``), for programs; the compact text is for the model to read."""
     uid = _uid(caller)
@@ -302,7 +302,7 @@ def todos_reply(caller: Caller, todos: list[Any], view: str = "json") -> ToolRep
         tree = format_tree(todos, uid=uid)
         return ToolReply(to_json(tree), structured={"todos": tree})
     data = format_todos(todos, uid=uid)
-    text = format_compact(todos, now=timezone.now()) if view == "compact" else to_json(data)
+    text = format_compact(todos, now=timezone.now(), nest=nest) if view == "compact" else to_json(data)
     return ToolReply(text, structured={"todos": data})
 
 
@@ -433,7 +433,8 @@ def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
 def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
     values, filters = read_listing(NEXT_INPUT, arguments)
     todos = selectors.todo_next(owner=caller.user, limit=values["limit"], filters=filters)
-    return todos_reply(caller, todos, values["view"])
+    # Indenting sub-tasks under their parent would reorder them; here the order is the answer.
+    return todos_reply(caller, todos, values["view"], nest=False)
 
 
 @domain_errors
@@ -534,7 +535,8 @@ TOOLS: tuple[Tool, ...] = (
         title="What to do next",
         description="The todos to work on next, in the order to take them: pending and not blocked (every "
         "blockedBy todo completed), overdue ones first, then by priority (high to low), soonest deadline (none "
-        f"last) and age (oldest first). At most limit (10) todos. {FILTER_HELP}",
+        f"last) and age (oldest first). At most limit (10) todos. {FILTER_HELP} The compact view keeps that "
+        "order, one line per todo, without indenting sub-tasks.",
         input_schema=NEXT_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=next_todos,

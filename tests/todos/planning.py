@@ -233,6 +233,9 @@ async def scenario_next(client: Client) -> None:
     assert await ids(client, "next_todos", under="nx-root", priority="medium") == expected[3:6]
     compact = (await ok(client, "next_todos", under="nx-root", view="compact", limit=1)).text
     assert compact == f"nx-overdue-low · low · {order[0][2]:%Y-%m-%d %H:%M} overdue · nx-overdue-low"
+    # The compact lines keep the order to take them: a sub-task is not moved under its root (nx-root, last).
+    lines = (await ok(client, "next_todos", under="nx-root", view="compact")).text.splitlines()
+    assert [line.split(" · ")[0] for line in lines] == expected
     assert (await ok(client, "next_todos", under="nx-done", view="compact")).text == "No todos."
     assert (await ok(client, "next_todos", under="nx-done")).text == "[]"
 
