@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -139,3 +141,30 @@ def test_compact_view_is_under_a_third_of_the_json(alice, frozen):
         ]
     )
     assert len(compact) * 3 <= len(json_text)
+
+
+def test_two_concurrent_puts_cannot_each_close_half_of_a_loop(alice):
+    """Each put alone is fine; together they would make a waits-on loop. The owner's lock lets one through."""
+    from django.db import close_old_connections, connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite's in-memory test database does not share row locks across threads")
+    services.todo_put(owner=alice.user, key="a", name="A", description="")
+    services.todo_put(owner=alice.user, key="b", name="B", description="")
+    start = threading.Barrier(2)
+
+    def wait_on(key: str, other: str) -> str:
+        start.wait()
+        try:
+            services.todo_put(owner=alice.user, key=key, name=key, description="", blocked_by=[other])
+            return "stored"
+        except ValidationFailed as refusal:
+            return refusal.message
+        finally:
+            close_old_connections()
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = sorted(pool.map(wait_on, ["a", "b"], ["b", "a"]))
+    assert outcomes[1] == "stored" and outcomes[0].startswith("blockedBy would make a cycle")
+    stored = {todo.key: todo.blocked_by for todo in selectors.todo_list(owner=alice.user)}
+    assert sorted(stored.values()) in ([[], ["a"]], [[], ["b"]])
