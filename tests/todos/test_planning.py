@@ -168,3 +168,21 @@ def test_two_concurrent_puts_cannot_each_close_half_of_a_loop(alice):
     assert outcomes[1] == "stored" and outcomes[0].startswith("blockedBy would make a cycle")
     stored = {todo.key: todo.blocked_by for todo in selectors.todo_list(owner=alice.user)}
     assert sorted(stored.values()) in ([[], ["a"]], [[], ["b"]])
+
+
+def test_filtered_search_ranks_every_match_before_cutting(alice):
+    # The tagged todos rank below the first twenty (their names hold the word once among many), so a filter
+    # applied after a cut at `limit` would find none of them.
+    for number in range(30):
+        services.todo_put(owner=alice.user, key=f"strong-{number}", name="alpha alpha", description="alpha")
+    for number in range(3):
+        services.todo_put(
+            owner=alice.user,
+            key=f"weak-{number}",
+            name=f"alpha among many other words number {number}",
+            description="",
+            tags=["rare"],
+        )
+    assert not {todo.key for todo in selectors.todo_search(owner=alice.user, query="alpha")} & {"weak-0"}
+    found = selectors.todo_search(owner=alice.user, query="alpha", limit=2, filters=TodoFilter(tag="rare"))
+    assert len(found) == 2 and {todo.key for todo in found} <= {"weak-0", "weak-1", "weak-2"}
