@@ -16,6 +16,10 @@ class NotFound(PillboxError):
     code = "not_found"
 
 
+class WrongKind(NotFound):
+    """The id names a record of another kind (a prescription's id given to pill_read)."""
+
+
 class PrescriptionRequired(PillboxError):
     code = "prescription_required"
 
