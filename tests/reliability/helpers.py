@@ -199,7 +199,7 @@ def manage(home: Path, *args: str, **env: str) -> str:
 def make_key(home: Path, username: str, *, staff: bool = False) -> tuple[str, str]:
     """(uid, key) from ``createkey`` (which also migrates a fresh global database); staff is set the way an
     operator would."""
-    made = dict(line.split(": ", 1) for line in manage(home, "createkey", username).strip().splitlines())
+    made = dict(line.split(": ", 1) for line in manage(home, "createkey", username, "--create").strip().splitlines())
     if staff:
         with sqlite3.connect(home / ".pillbox" / "pillbox.db") as db:
             db.execute("UPDATE auth_user SET is_staff = 1, is_superuser = 1 WHERE username = ?", [username])
