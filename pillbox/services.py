@@ -361,6 +361,12 @@ def pill_restore(*, reach: Reach, pill_id: str) -> Pill:
 
 def pill_purge(*, reach: Reach, pill_id: str) -> None:
     pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
+    if prescription.ended_at is not None:  # a closed session is kept as it was, as for edits and discards
+        raise PrescriptionRequired(
+            f"The pill's prescription {ids.short(prescription.id)} is closed; {REOPEN_HINT} before purging the pill.",
+            prescription_id=ids.short(prescription.id),
+        )
     Pill.objects.using(alias).filter(pk=pill.pk).delete()
 
 
