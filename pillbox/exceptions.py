@@ -1,4 +1,4 @@
-"""Domain errors: each carries the SPEC's error code, a sentence for the reader, and extra fields."""
+"""Domain errors: each carries its error code (docs/errors.md), a sentence for the reader, and extra fields."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def check_answer(server: str, text: str, is_error: bool) -> None:
     if not is_error:
         return
     if server == "pillbox":
-        pillbox_code(text)  # the SPEC's layout, and a code other than internal_error
+        pillbox_code(text)  # the documented layout, and a code other than internal_error
     else:
         assert text.strip(), "an empty error"
         assert text != TOOLSETS["todos"].internal_error_text and not text.startswith("error:"), text[:500]
