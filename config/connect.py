@@ -250,7 +250,10 @@ def hook_command(user: str | None = None) -> str:
     import shlex
 
     extra = ["--user", user] if user else []
-    return shlex.join([sys.executable, str(manage_py()), "recall", *extra])
+    command = shlex.join([sys.executable, str(manage_py()), "recall", *extra])
+    # Hooks run in a shell: a data directory other than the default travels as a variable, as it does to servers.
+    home = os.environ.get("PILLBOX_HOME")
+    return f"PILLBOX_HOME={shlex.quote(home)} {command}" if home else command
 
 
 def merge_hook(path: Path, command: str) -> bool:
