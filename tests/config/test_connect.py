@@ -167,6 +167,9 @@ def test_hooks_install_recall_and_recall_prints_the_memory(places, alice, local_
     assert json.loads(settings_file.read_text()) == written
     with pytest.raises(CommandError, match="--hooks is for claude-code"):
         connect("cursor", "--hooks")
+    monkeypatch.setenv("PILLBOX_HOME", "/data/pill box")  # the hook reads the same data as the servers
+    assert f"\"PILLBOX_HOME='/data/pill box' {command}\"" in connect("claude-code", "--hooks", "--user", "alice")
+    monkeypatch.delenv("PILLBOX_HOME")
 
     def recall(*args: str) -> str:
         out = StringIO()
