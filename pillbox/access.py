@@ -200,7 +200,8 @@ def _kind_of(reach: Reach, expected: type[models.Model], digits: str) -> tuple[s
             if bottles and _prefix_matches(_scoped(model, alias, bottles, discarded=False), digits):
                 return reader
     low, high = prefix_range(digits)
-    if Capsule.objects.filter(owner=reach.user, deleted_at__isnull=True, id__gte=low, id__lte=high).exists():
+    capsules = Capsule.objects.filter(owner=reach.user, deleted_at__isnull=True, id__gte=low, id__lte=high)
+    if expected is not Capsule and capsules.exists():
         return ("capsule", "capsule_read")
     return None
 
@@ -224,5 +225,9 @@ def locate_capsule(reach: Reach, raw_id: str, *, hint: str = "", discarded: bool
     capsules = Capsule.objects.filter(owner=reach.user)
     found = match_prefix(capsules if discarded else capsules.filter(deleted_at__isnull=True), raw_id, noun="capsule")
     if found is None:
+        if other := _kind_of(reach, Capsule, ids.normalise(raw_id)):
+            kind, reader = other
+            raise WrongKind(f"{raw_id.strip()} is the id of a {kind}, not of a capsule; {reader} reads it.",
+                            id=raw_id.strip(), kind=kind)
         raise NotFound(f"No capsule has the id {raw_id.strip()}{hint}.", id=raw_id.strip())
     return found

@@ -94,6 +94,7 @@ def test_where_am_i_nesting_names_and_wrong_kinds(open_in):
             assert "bottle_context" in context.message
             assert (await call("prescription_context", prescription_id="0123456789ab")).ok == ""
             assert (await call("bottle_context", bottle_id=pill)).error_fields["kind"] == "pill"
+            assert (await call("capsule_read", id=pill)).error_fields["kind"] == "pill"
             stored = await call("pill_store", prescription_id=bottle, title="t", content="c", compound="k",
                                 author_name="A", author_email="a@example.com")
             assert stored.error_fields["kind"] == "bottle"
