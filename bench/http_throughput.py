@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
         made = subprocess.run(
-            [PYTHON, "manage.py", "createkey", "bench"], cwd=REPO, env=env, check=True, capture_output=True, text=True
+            [PYTHON, "manage.py", "createkey", "bench", "--create"], cwd=REPO, env=env, check=True,
+            capture_output=True, text=True,
         ).stdout
         key = made.split("key: ")[1].strip()
         (tmp / "baseline_app.py").write_text(SDK_APP)

@@ -83,7 +83,7 @@ class KeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
 
 class IsPerson(BasePermission):
-    """Purging (a real delete) is for people in the browser, not for programs holding a key (SPEC §4.1)."""
+    """Purging (a real delete) is for people in the browser, not for programs holding a key."""
 
     message = "Purging is for people: sign in to the web pages to purge (API keys and tokens cannot)"
 
@@ -212,7 +212,7 @@ def query_arguments(request: Request, schema: Mapping[str, Any], *, rename: Mapp
     return found
 
 
-# Characters the core refuses in text (SPEC §4.4): control characters; newline and tab are
+# Characters the core refuses in text: control characters; newline and tab are
 # allowed in multi-line fields. The MCP schemas leave this to the sentence the tool answers; the API's documented
 # schema says it, so that clients (and schemathesis) know which strings will be accepted.
 # (Lone surrogates are refused too, but cannot travel in UTF-8, and a surrogate range is not a portable regex.)

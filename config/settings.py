@@ -55,7 +55,20 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DJANGO_DEBUG", False)
-SITE_URL = (os.environ.get("SITE_URL") or "http://127.0.0.1:8000").rstrip("/")
+SITE_URL_FILE = PILLBOX_HOME / "site_url"  # the address `manage.py up` last served on
+
+
+def _site_url() -> str:
+    """SITE_URL wins; else where `manage.py up` serves, so links handed out by stdio agents open that site."""
+    if url := os.environ.get("SITE_URL"):
+        return url
+    try:
+        return SITE_URL_FILE.read_text().strip() or "http://127.0.0.1:8000"
+    except OSError:
+        return "http://127.0.0.1:8000"
+
+
+SITE_URL = _site_url().rstrip("/")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 _site_host = urlsplit(SITE_URL).hostname
 if _site_host and _site_host not in ALLOWED_HOSTS and "*" not in ALLOWED_HOSTS:

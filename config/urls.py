@@ -1,6 +1,6 @@
 from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest, JsonResponse
+from django.http import FileResponse, HttpRequest, JsonResponse
 from django.urls import include, path
 from django.utils.module_loading import import_string
 
@@ -14,6 +14,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+def favicon(request: HttpRequest) -> FileResponse:
+    """Browsers ask for /favicon.ico on every site whatever the page links; answer with the site's icon."""
+    response = FileResponse((settings.BASE_DIR / "static" / "webui" / "favicon.ico").open("rb"),
+                            content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 def _server(name: str):
     return lambda: build_server(import_string(settings.MCP_SERVERS[name]))
 
@@ -22,6 +30,7 @@ urlpatterns = [
     path("mcp", mcp_endpoint(_server("todos"), mcp_caller), name="mcp-todos"),
     path("pillbox/mcp", mcp_endpoint(_server("pillbox"), mcp_caller), name="mcp-pillbox"),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     # OAuth 2.1 for remote MCP clients: /.well-known/… and /o/… (namespace "oauth2_provider", which DOT reverses).
     path("", include((oauth_urlpatterns, "oauth2_provider"), namespace="oauth2_provider")),
     *account_urlpatterns,

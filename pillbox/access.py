@@ -18,7 +18,7 @@ from django.db import IntegrityError, models, transaction
 from config.mcp.tools import Caller
 from pillbox import ids
 from pillbox.databases import GLOBAL, find_local_db, open_local, schema_ready
-from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound
+from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
 logger = logging.getLogger("pillbox")
@@ -158,7 +158,15 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
     Ids are only monotonic within one database, so a prefix is checked everywhere: rows made in the same
     minute in two databases share their first digits, and answering the first one found would be a guess.
     """
-    digits = ids.normalise(raw_id, field)
+    if model is Bottle and (named := _bottle_named(reach, raw_id, field)) is not None:
+        return named
+    try:
+        digits = ids.normalise(raw_id, field)
+    except ValidationFailed:
+        if model is Bottle:  # a name that is no bottle's: say both readings failed
+            raise NotFound(f"No bottle has the name or id {raw_id.strip()[:80]}{hint}.",
+                           **{field: raw_id.strip()[:80]}) from None
+        raise
     found: list[tuple[models.Model, str]] = []
     for alias, bottles in reach.dbs.items():
         if bottles:
@@ -167,8 +175,49 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
     if len(found) > 1:
         raise _ambiguous(raw_id, digits, [row for row, _ in found], noun=noun, field=field)
     if not found:
+        if other := _kind_of(reach, model, digits):
+            kind, reader = other
+            raise WrongKind(f"{raw_id.strip()} is the id of a {kind}, not of a {noun}; {reader} reads it.",
+                            **{field: raw_id.strip(), "kind": kind})
         raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
     return found[0]
+
+
+# Which tool reads each kind of record, for an agent that passed one kind's id where another was expected.
+_READERS: dict[type[models.Model], tuple[str, str]] = {
+    Bottle: ("bottle", "bottle_context"),
+    Prescription: ("prescription", "prescription_read (or prescription_context)"),
+    Pill: ("pill", "pill_read"),
+}
+
+
+def _kind_of(reach: Reach, expected: type[models.Model], digits: str) -> tuple[str, str] | None:
+    """The kind of another reachable record whose id starts with ``digits``, if any (only the caller's own)."""
+    for model, reader in _READERS.items():
+        if model is expected:
+            continue
+        for alias, bottles in reach.dbs.items():
+            if bottles and _prefix_matches(_scoped(model, alias, bottles, discarded=False), digits):
+                return reader
+    low, high = prefix_range(digits)
+    capsules = Capsule.objects.filter(owner=reach.user, deleted_at__isnull=True, id__gte=low, id__lte=high)
+    if expected is not Capsule and capsules.exists():
+        return ("capsule", "capsule_read")
+    return None
+
+
+def _bottle_named(reach: Reach, raw: str, field: str) -> tuple[Bottle, str] | None:
+    """A bottle given by its name (slug) rather than its id: names are unique among one user's bottles."""
+    name = raw.strip()
+    registration = next((entry for entry in reach.registrations if entry.name == name), None)
+    if registration is None:
+        return None
+    alias = registration_alias(registration)
+    bottle = Bottle.objects.using(alias).filter(pk=registration.bottle_id).first() if alias else None
+    if alias is None or bottle is None:
+        raise NotFound(f"The bottle {name} is unlinked: its database is no longer at {registration.db_path}.",
+                       **{field: name})
+    return bottle, alias
 
 
 def locate_capsule(reach: Reach, raw_id: str, *, hint: str = "", discarded: bool = False) -> Capsule:
@@ -176,5 +225,9 @@ def locate_capsule(reach: Reach, raw_id: str, *, hint: str = "", discarded: bool
     capsules = Capsule.objects.filter(owner=reach.user)
     found = match_prefix(capsules if discarded else capsules.filter(deleted_at__isnull=True), raw_id, noun="capsule")
     if found is None:
+        if other := _kind_of(reach, Capsule, ids.normalise(raw_id)):
+            kind, reader = other
+            raise WrongKind(f"{raw_id.strip()} is the id of a {kind}, not of a capsule; {reader} reads it.",
+                            id=raw_id.strip(), kind=kind)
         raise NotFound(f"No capsule has the id {raw_id.strip()}{hint}.", id=raw_id.strip())
     return found

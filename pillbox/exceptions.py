@@ -1,4 +1,4 @@
-"""Domain errors: each carries the SPEC's error code, a sentence for the reader, and extra fields."""
+"""Domain errors: each carries its error code (docs/errors.md), a sentence for the reader, and extra fields."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ class PillboxError(Exception):
 
 class NotFound(PillboxError):
     code = "not_found"
+
+
+class WrongKind(NotFound):
+    """The id names a record of another kind (a prescription's id given to pill_read)."""
 
 
 class PrescriptionRequired(PillboxError):

@@ -32,6 +32,8 @@ from django.db import connections
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
+from pillbox import snippets
+
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
 MAX_LEN_DIFF = 2
@@ -266,9 +268,8 @@ class _Coverage:
                     best = (score, begin)
             start = best[1]
         end = min(len(tokens), start + SNIPPET_TOKENS)
-        cut_end = end < len(tokens)
-        piece = text[tokens[start][0]:tokens[end - 1][1] if cut_end else len(text)].strip()
-        return ("…" if start > 0 else "") + piece + ("…" if cut_end else "")
+        last = tokens[end - 1][1] if end < len(tokens) else len(text)
+        return snippets.window(text, tokens[start][0] if start else 0, last)
 
 
     def _positions(self, text: str, tokens: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -407,7 +408,8 @@ def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], 
 def _hit(row: tuple) -> Hit:
     id_hex, seq, compound, title, snippet, bottle_hex = row
     return Hit(
-        id=as_uuid(id_hex), seq=seq, compound=compound, title=title, snippet=" ".join(snippet.split()),
+        id=as_uuid(id_hex), seq=seq, compound=compound, title=title,
+        snippet=snippets.head(snippet, snippets.LISTING_WIDTH),
         bottle_id=as_uuid(bottle_hex) if bottle_hex else None, score=1.0,
     )
 
@@ -422,7 +424,8 @@ def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]
     body = f"FROM {target.table} m {joins} WHERE {where} AND m.compound = %s"
     with connections[target.alias].cursor() as cursor:
         cursor.execute(
-            f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, 200), {target.bottle_column} "
+            f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, {snippets.LISTING_WIDTH + 40}), "
+            f"{target.bottle_column} "
             f"{body} ORDER BY m.seq DESC LIMIT %s",
             [*params, compound, limit],
         )

@@ -12,7 +12,7 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 
 from pillbox.access import Reach, locate, locate_capsule
-from pillbox.exceptions import NotFound
+from pillbox.exceptions import NotFound, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
 
@@ -50,6 +50,8 @@ def prescription_context(*, reach: Reach, prescription_id: str, limit: int) -> P
     try:
         prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription",
                                      field="prescription_id")
+    except WrongKind:
+        raise
     except NotFound:
         return None
     alive = Pill.objects.using(alias).alive().filter(prescription=prescription)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from pillbox import ids
 from pillbox.access import Reach, locate, locate_capsule, register
-from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local
+from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local, schema_ready
 from pillbox.exceptions import (
     AlreadyExists,
     CircularLink,
@@ -26,6 +26,7 @@ from pillbox.exceptions import (
     NotFound,
     PrescriptionRequired,
     ValidationFailed,
+    WrongKind,
 )
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
@@ -98,7 +99,7 @@ def _new_bottle(alias: str, *, name: str, display_name: str, directory: Path, sc
         )
 
 
-def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> Bottle:
+def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str, nested: bool = False) -> Bottle:
     _check_slug(name)
     if Registration.objects.filter(user=reach.user, name=name).exists():
         raise AlreadyExists(f"You already have a bottle named {name}; pick another name.", name=name)
@@ -117,6 +118,9 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
             directory=str(directory),
         )
     path = db_file(directory)
+    enclosing = reach.current_path
+    if enclosing is not None and not nested and enclosing != path.resolve():
+        _refuse_nested(reach, enclosing)
     if path.resolve() == global_db_file():
         raise ValidationFailed(
             "That directory holds the global database; use scope: \"global\".", directory=str(directory)
@@ -137,6 +141,21 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
     register(user=reach.user, bottle=bottle, db_path=path)
     _exclude_from_git(directory)
     return bottle
+
+
+def _refuse_nested(reach: Reach, enclosing: Path) -> None:
+    """A bottle inside another bottle's tree is almost always an accident of working in a sub-folder."""
+    alias = reach.current
+    existing = Bottle.objects.using(alias).order_by("id").first() if schema_ready(alias) else None
+    if existing is None:
+        return
+    project = enclosing.parent.parent
+    raise AlreadyExists(
+        f"{project} already holds the bottle {existing.name}, and this directory is inside it: use that bottle "
+        "(its id or name works as bottle_id), or call bottle_create again with nested: true to make a separate "
+        "bottle for this sub-folder on purpose.",
+        directory=str(project), bottle_id=ids.short(existing.id), name=existing.name,
+    )
 
 
 def _named_directory(raw: str) -> Path:
@@ -212,9 +231,12 @@ def prescription_reopen(*, reach: Reach, prescription_id: str) -> Prescription:
     return prescription
 
 
-def prescription_discard(*, reach: Reach, prescription_id: str) -> tuple[Prescription, int]:
-    """Soft-delete a prescription with all its pills (and close it); returns how many pills went with it."""
-    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription")
+def prescription_discard(*, reach: Reach, prescription_id: str) -> tuple[Prescription, int | None]:
+    """Soft-delete a prescription with all its pills (and close it); returns how many pills went with it, or
+    None when it was discarded already (a repeated call changes nothing, as its idempotent hint promises)."""
+    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
+    if prescription.deleted_at is not None:
+        return prescription, None
     now = timezone.now()
     with transaction.atomic(using=alias):
         count = Pill.objects.using(alias).alive().filter(prescription=prescription).update(deleted_at=now)
@@ -228,6 +250,8 @@ def _open_prescription(reach: Reach, prescription_id: str) -> tuple[Prescription
     try:
         prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription",
                                      field="prescription_id")
+    except WrongKind:
+        raise
     except NotFound:
         raise PrescriptionRequired(
             f"No prescription has the id {prescription_id.strip()}; open one with prescription_open.",
@@ -274,6 +298,10 @@ def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str]) -> Pill:
 
 
 def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
+    # Discarding twice answers like the first time: the hint says idempotent, and a retried call must not fail.
+    pill, _ = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    if pill.deleted_at is not None:
+        return pill
     pill, alias = _pill_in_open_prescription(reach, pill_id)
     pill.deleted_at = timezone.now()
     pill.save(using=alias, update_fields=["deleted_at"])
@@ -304,7 +332,9 @@ def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) ->
 
 
 def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
-    capsule = capsule_find(reach=reach, capsule_id=capsule_id)
+    capsule = locate_capsule(reach, capsule_id, discarded=True)
+    if capsule.deleted_at is not None:  # idempotent: the first discard's answer again
+        return capsule
     capsule.deleted_at = timezone.now()
     capsule.save(update_fields=["deleted_at"])
     return capsule
@@ -331,6 +361,12 @@ def pill_restore(*, reach: Reach, pill_id: str) -> Pill:
 
 def pill_purge(*, reach: Reach, pill_id: str) -> None:
     pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
+    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
+    if prescription.ended_at is not None:  # a closed session is kept as it was, as for edits and discards
+        raise PrescriptionRequired(
+            f"The pill's prescription {ids.short(prescription.id)} is closed; {REOPEN_HINT} before purging the pill.",
+            prescription_id=ids.short(prescription.id),
+        )
     Pill.objects.using(alias).filter(pk=pill.pk).delete()
 
 

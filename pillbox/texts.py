@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
@@ -61,7 +62,12 @@ def bottle_context(context: BottleContext) -> str:
     return "\n\n".join(blocks) + f"\n\n---\nprescriptions: {context.total}"
 
 
-def bottle_list(bottles: list[ListedBottle]) -> str:
+HERE = "← this directory"
+
+
+def bottle_list(bottles: list[ListedBottle], here: Path | None = None) -> str:
+    """``here`` is the working directory's database file: its bottle is marked so an agent in a sub-folder need
+    not compare paths itself."""
     if not bottles:
         return "No bottles registered."
     blocks = [f"Bottles ({len(bottles)})"]
@@ -69,17 +75,22 @@ def bottle_list(bottles: list[ListedBottle]) -> str:
         entry = item.registration
         mark = "●" if item.linked else "○"
         tail = "" if item.linked else " [unlinked]"
+        if here is not None and entry.db_path and Path(entry.db_path) == here:
+            tail += f"  {HERE}"
         blocks.append(
             f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n  {entry.directory}"
         )
     return "\n\n".join(blocks)
 
 
-def bottle_linked(bottle: Bottle, db_path: str, created: bool) -> str:
-    return lines([
+def bottle_linked(bottle: Bottle, db_path: str, created: bool, resolved_from: Path | None = None) -> str:
+    pairs: list[tuple[str, object]] = [
         ("status", "linked" if created else "already_linked"), ("bottle_id", short(bottle.id)),
         ("name", bottle.name), ("display_name", bottle.display_name), ("db_path", db_path),
-    ])
+    ]
+    if resolved_from is not None:
+        pairs.append(("note", f"the relative directory was resolved against the working directory {resolved_from}"))
+    return lines(pairs)
 
 
 def prescription_opened(rx: Prescription) -> str:
@@ -125,7 +136,9 @@ def prescription_context(context: PrescriptionContext | None) -> str:
     return "\n\n".join(blocks) + f"\n\n---\npills: {context.total}"
 
 
-def prescription_discarded(rx: Prescription, count: int) -> str:
+def prescription_discarded(rx: Prescription, count: int | None) -> str:
+    if count is None:
+        return f"Prescription {short(rx.id)} was discarded already; nothing changed."
     return f"Prescription {short(rx.id)} discarded with its {plural(count, 'pill')}."
 
 

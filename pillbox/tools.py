@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from config.mcp.arguments import Problem, read_arguments
@@ -31,7 +32,8 @@ CONTENT = _string(1, CONTENT_LIMIT, "Full text, Markdown welcome (1-5000 charact
 COMPOUND = _string(1, 64, "Free-text category, e.g. decision, bug, convention, todo (1-64 characters).")
 AUTHOR_NAME = _string(1, 255, "Name of the person the agent works for (git config user.name).")
 AUTHOR_EMAIL = _string(1, 255, "Email of the person the agent works for (git config user.email).")
-BOTTLE_ID = {**ID, "description": "A bottle id from bottle_list or bottle_create (12 hex digits or a prefix)."}
+BOTTLE_ID = _string(1, 255, "A bottle's id from bottle_list or bottle_create (12 hex digits, a full UUID or a "
+                            "prefix of at least 8 hex digits), or the bottle's name.")
 QUERY = _string(1, 1000, 'Words to look for; typos are tolerated. Operators and quotes are plain text.')
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
@@ -58,6 +60,20 @@ def _problems_error(tool: str, problems: list[Problem], arguments: dict[str, Any
                             f"{'it' if len(problems) == 1 else 'them'} and call again.", **fields)
 
 
+def _unknown_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> PillboxError | None:
+    """A misspelt argument silently dropped would change what the call means: refuse it, naming what is taken."""
+    if not isinstance(arguments, dict):
+        return None
+    known = schema["properties"]
+    unknown = [str(name) for name in arguments if name not in known]
+    if not unknown:
+        return None
+    shown = repr(unknown[0][:64])
+    accepted = ", ".join(known) or "no arguments"
+    return InvalidInput(f"{shown} is not an argument of {tool}; it takes {accepted}.",
+                        **{"unknown": ", ".join(repr(name[:64]) for name in unknown[:5]), "accepted": accepted})
+
+
 def _blank_problems(values: dict[str, Any]) -> list[Problem]:
     return [Problem(name, "length", "must not be blank") for name in NONBLANK
             if isinstance(values.get(name), str) and not values[name].strip()]
@@ -82,6 +98,8 @@ def tool(
             try:
                 if problems:
                     raise _problems_error(name, problems, arguments)
+                if unknown := _unknown_arguments(name, schema, arguments):
+                    raise unknown
                 return function(reach_for(caller), **values)
             except PillboxError as exc:
                 raise ToolFailure(texts.error(exc)) from None
@@ -259,7 +277,8 @@ def prescription_read(reach: Reach, id: str) -> str:
     "prescription_context",
     "The pills of one prescription, newest first: id, compound, title and the first 300 characters of each "
     "(newlines shown as \\n). Use after bottle_context to dig into a session; pill_read gives a whole pill. "
-    "An unknown prescription gives an empty answer.",
+    "An unknown prescription gives an empty answer; another kind of id (a bottle's, a pill's) is refused "
+    "with not_found saying which kind it is.",
     {"prescription_id": ID, "limit": _limit(30, 200, "pills")}, ["prescription_id"], read_only=True,
 )
 def prescription_context(reach: Reach, prescription_id: str, limit: int) -> str:
@@ -287,15 +306,20 @@ def prescription_discard(reach: Reach, id: str) -> str:
     "bottle_create",
     "Create a bottle (a project's memory). scope local (default) keeps it in .pillbox/pillbox.db in the "
     "directory the agent works in, next to the code; scope global keeps it in the global database (the only "
-    "choice for remote agents). The directory is never an argument. Returns the bottle's id.",
+    "choice for remote agents). The directory is never an argument. Inside a directory tree that already has "
+    "a bottle it is refused unless nested is true. Returns the bottle's id.",
     {"name": _string(1, 255, "Slug: lowercase letters, digits and single hyphens, usually the folder name."),
      "display_name": _string(1, 255, "Human-readable name."),
      "scope": {"type": "string", "enum": ["local", "global"], "default": "local",
-               "description": "local (next to the code, default) or global."}},
+               "description": "local (next to the code, default) or global."},
+     "nested": {"type": "boolean", "default": False,
+                "description": "Create a local bottle even though a parent directory already holds one (a "
+                               "separate memory for a sub-project). Without it that is refused with "
+                               "already_exists naming the enclosing bottle."}},
     ["name", "display_name"],
 )
-def bottle_create(reach: Reach, name: str, display_name: str, scope: str) -> str:
-    bottle = services.bottle_create(reach=reach, name=name, display_name=display_name, scope=scope)
+def bottle_create(reach: Reach, name: str, display_name: str, scope: str, nested: bool) -> str:
+    bottle = services.bottle_create(reach=reach, name=name, display_name=display_name, scope=scope, nested=nested)
     return texts.bottle_created(bottle)
 
 
@@ -312,22 +336,27 @@ def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
 
 
 @tool("bottle_list", "List your bottles with scope, id and directory. ● the database is there; ○ [unlinked] its "
-      "file no longer exists.", {}, read_only=True)
+      "file no longer exists; '← this directory' marks the bottle of the directory you work in (found upwards, "
+      "as git finds .git).", {}, read_only=True)
 def bottle_list(reach: Reach) -> str:
-    return texts.bottle_list(selectors.bottle_list(reach=reach))
+    return texts.bottle_list(selectors.bottle_list(reach=reach), here=reach.current_path)
 
 
 @tool(
     "bottle_vinculate",
     "Link an existing local bottle (a directory holding .pillbox/pillbox.db, e.g. made by another user of "
-    "this machine) into your registry. Answers status: linked, or already_linked.",
-    {"directory": _string(1, 4096, "Absolute path of the directory holding .pillbox/pillbox.db (default: the "
-                                   "working directory).")},
+    "this machine) into your registry. Answers status: linked, or already_linked, and the directory it "
+    "resolved.",
+    {"directory": _string(1, 4096, "The directory holding .pillbox/pillbox.db: absolute, or relative to the "
+                                   "working directory (default: the working directory itself).")},
     idempotent=True,
 )
 def bottle_vinculate(reach: Reach, directory: str | None = None) -> str:
     bottle, registration, created = services.bottle_vinculate(reach=reach, directory=directory)
-    return texts.bottle_linked(bottle, registration.db_path, created)
+    base = reach.caller.workdir
+    relative = directory is not None and base is not None and not Path(directory).expanduser().is_absolute()
+    return texts.bottle_linked(bottle, registration.db_path, created,
+                               resolved_from=base.resolve() if relative and base is not None else None)
 
 
 def _require_change(tool_name: str, changes: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""The field rules of a Todo (SPEC §5.1), shared by the services and by the MCP input schemas."""
+"""The field rules of a Todo, shared by the services and by the MCP input schemas."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ class TodoForm(forms.Form):
 
 
 class MemoryForm(forms.Form):
-    """A pill's or a capsule's editable fields, with the limits of SPEC §4.5."""
+    """A pill's or a capsule's editable fields, with the limits the MCP tools enforce."""
 
     title = TextField(max_length=255)
     compound = TextField(max_length=64)

@@ -80,7 +80,7 @@ def registration_action(request: HttpRequest, registration_id: int, verb: str) -
     if verb != "repair":
         raise Http404
     # Pointing a registry entry at a path reads the server's file system: that is the operator's, as for
-    # bottle_vinculate over HTTP (SPEC §4.2).
+    # bottle_vinculate over HTTP.
     if not request.user.is_staff:
         raise Http404
     form = RepairForm(request.POST)

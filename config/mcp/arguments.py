@@ -1,7 +1,7 @@
 """Reading tool arguments against the tool's own input schema.
 
 The same JSON Schema an agent reads is the one that is enforced, so the two cannot drift. Problems come
-back structured (field, kind, detail); each app words them its own way. The rules of SPEC §4.4: ``null`` is
+back structured (field, kind, detail); each app words them its own way. The rules (docs/errors.md): ``null`` is
 the same as leaving an optional field out, lengths count code points, control characters are refused
 (newline and tab only where a field allows several lines).
 """
@@ -26,7 +26,7 @@ class Problem:
 
     @property
     def is_unreadable(self) -> bool:
-        """Input that cannot be read at all (SPEC's invalid_input) rather than a broken rule."""
+        """Input that cannot be read at all (invalid_input) rather than a broken rule (validation_error)."""
         return self.kind in ("missing", "type", "enum")
 
 

@@ -37,6 +37,7 @@ from mcp_types.jsonrpc import jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from config.mcp.page import endpoint_page, wants_page
 from config.mcp.tools import Caller
 
 logger = logging.getLogger("config.mcp")
@@ -136,6 +137,8 @@ class McpEndpoint:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
+            if wants_page(request):
+                return endpoint_page(request)
             return HttpResponse(status=405, headers={"Allow": "POST"})
         origin = request.headers.get("Origin")
         if origin and not _origin_allowed(origin):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -21,11 +22,16 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from mcp.server import Server
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
 
 logger = logging.getLogger("config.mcp")
+
+# Roots are how a stdio client tells us its project directory; the SDK marks them deprecated for protocol
+# 2026-07-28, but clients of every older version still send them, and the warning on stderr would only reach
+# the person as noise in their client's log.
+warnings.filterwarnings("ignore", message="The roots capability is deprecated", category=MCPDeprecationWarning)
 
 
 def tool_listing(tool: Tool) -> types.Tool:

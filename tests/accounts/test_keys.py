@@ -11,7 +11,7 @@ from tests.clients import ROOT, http_client, run
 
 def test_createkey_prints_exactly_uid_and_key(tmp_path):
     env = {"PILLBOX_HOME": str(tmp_path), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "manage.py", "createkey", "carol"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "manage.py", "createkey", "carol", "--create"], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=True)
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 2

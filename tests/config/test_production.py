@@ -62,8 +62,8 @@ def _wait_until_up(url: str, process: subprocess.Popen, deadline: float) -> None
 
 def test_gunicorn_serves_the_mcp_endpoints(tmp_path):
     env = _env(tmp_path, DJANGO_DEBUG="false", ALLOWED_HOSTS="127.0.0.1", SITE_URL="http://127.0.0.1")
-    made = subprocess.run([sys.executable, "manage.py", "createkey", "prod"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=True).stdout
+    made = subprocess.run([sys.executable, "manage.py", "createkey", "prod", "--create"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True).stdout
     key = made.split("key: ")[1].strip()
     port = _free_port()
     server = subprocess.Popen(

@@ -82,6 +82,18 @@ def test_other_methods_are_405(live_server, path, method):
     response = httpx2.request(method, live_server.url + path, timeout=30)
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
+    assert response.content == b""  # protocol clients (SSE GETs included) get no page
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_browser_get_gets_a_page_saying_what_the_endpoint_is(live_server, path):
+    accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    response = httpx2.get(live_server.url + path, headers={"Accept": accept}, timeout=30)
+    assert response.status_code == 405 and response.headers["Allow"] == "POST"
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert "MCP endpoint" in response.text and "--transport http" in response.text
+    sse = httpx2.get(live_server.url + path, headers={"Accept": "text/event-stream"}, timeout=30)
+    assert sse.status_code == 405 and sse.content == b""
 
 
 def test_a_foreign_origin_is_refused(live_server, alice):

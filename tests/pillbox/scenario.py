@@ -55,7 +55,7 @@ class Answer:
 
     @property
     def code(self) -> str:
-        """The error code of a failed call (asserting it failed, in the SPEC's error layout)."""
+        """The error code of a failed call (asserting it failed, in the documented error layout)."""
         assert self.is_error, self.text
         first, second = self.text.split("\n")[:2]
         assert first.startswith("error: ") and second.startswith("message: "), self.text

@@ -1,4 +1,4 @@
-"""pill_search and capsule_search end to end over HTTP (SPEC §4.6), through the SDK's own client."""
+"""pill_search and capsule_search end to end over HTTP, through the SDK's own client."""
 
 from __future__ import annotations
 
@@ -361,7 +361,7 @@ def test_search_merges_two_local_bottles_linked_with_vinculate(site, operator, s
 
 
 def test_search_typo_correction_does_not_depend_on_other_users_pills(site, alice, bob):
-    """SPEC §3: what a user owns is invisible to every other user. Bob's misspelled word is corrected when
+    """What a user owns is invisible to every other user. Bob's misspelled word is corrected when
     no one else uses the word he meant to type... and silently dropped when Alice's pill holds it."""
 
     async def bobs(call: Call) -> list[str]:

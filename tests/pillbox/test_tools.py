@@ -135,7 +135,8 @@ async def tour_bottles(call: Call, place: Place) -> tuple[str, str]:
     assert made.ok == (f"id: {shared}\nname: shared-notes\ndisplay_name: Shared Notes\n"
                        f"directory: {place.data_dir}\nscope: global")
 
-    assert (await call("bottle_list")).ok == (f"Bottles (2)\n\n● My Project [local] {local}\n  {place.project}\n\n"
+    assert (await call("bottle_list")).ok == (f"Bottles (2)\n\n● My Project [local] {local}  ← this directory\n"
+                                            f"  {place.project}\n\n"
                                             f"● Shared Notes [global] {shared}\n  {place.data_dir}")
     return local, shared
 
@@ -248,8 +249,9 @@ async def tour_pills_and_prescriptions(call: Call, place: Place, local: str, sha
     dropped = await call("pill_discard", id=fix)
     assert list(dropped.fields) == ["id", "deleted_at"] and dropped.fields["id"] == fix
     assert_recent(dropped.fields["deleted_at"])
-    for after in ((await call("pill_read", id=fix)), (await call("pill_discard", id=fix)),
-                  (await call("pill_revise", id=fix, title="again"))):
+    # Discarding again is idempotent (as its annotation promises): the same answer, nothing changes.
+    assert (await call("pill_discard", id=fix)).ok == dropped.text
+    for after in ((await call("pill_read", id=fix)), (await call("pill_revise", id=fix, title="again"))):
         assert after.code == "not_found" and after.error_fields["id"] == fix
     assert fix not in (await call("prescription_context", prescription_id=design)).ok
     assert (await call("prescription_context", prescription_id=design)).ok.endswith("---\npills: 1")
@@ -285,7 +287,8 @@ async def tour_pills_and_prescriptions(call: Call, place: Place, local: str, sha
             f"Prescription {gone} discarded with its {pills} {noun}."
         assert (await call("prescription_read", id=gone)).code == "not_found"
         assert (await call("prescription_context", prescription_id=gone)).ok == ""
-        assert (await call("prescription_discard", id=gone)).code == "not_found"
+        assert (await call("prescription_discard", id=gone)).ok == \
+            f"Prescription {gone} was discarded already; nothing changed."
         refused = await call("pill_store", prescription_id=gone, title="t", content="c", compound="k", **AUTHOR)
         assert refused.code == "prescription_required"
         for pill in made:
@@ -366,7 +369,7 @@ async def tour_capsules(call: Call) -> None:
     assert dropped.ok == f"id: {spare}\ndeleted_at: {dropped.fields['deleted_at']}"
     assert_recent(dropped.fields["deleted_at"])
     assert (await call("capsule_read", id=spare)).code == "not_found"
-    assert (await call("capsule_discard", id=spare)).code == "not_found"
+    assert (await call("capsule_discard", id=spare)).ok == dropped.text
     assert (await call("capsule_revise", id=spare, title="x")).code == "not_found"
     assert (await call("capsule_compounds")).ok == "- convention (1)\n- workflow (1)"
     assert (await call("capsule_search", query="columns")).ok == "No capsules found."
@@ -440,11 +443,15 @@ async def tour_input_rules(call: Call, place: Place, local: str) -> None:
 
     # Ids.
     for tool, field in (("pill_read", "id"), ("prescription_read", "id"), ("capsule_read", "id"),
-                        ("bottle_context", "bottle_id"), ("prescription_context", "prescription_id")):
+                        ("prescription_context", "prescription_id")):
         short = await call(tool, **{field: "0123456"})
         assert short.code == "validation_error", tool
         not_hex = await call(tool, **{field: "zzzzzzzz"})
         assert not_hex.code == "validation_error", tool
+    # A bottle_id may also be a bottle's name: what is neither is not found, in both readings.
+    for neither in ("0123456", "zzzzzzzz"):
+        unnamed = await call("bottle_context", bottle_id=neither)
+        assert unnamed.code == "not_found" and "name or id" in unnamed.message, neither
     seven = await pill(prescription_id=rx[:7])
     assert seven.code == "validation_error" and "8" in seven.error_fields["prescription_id"]
 
@@ -694,7 +701,8 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
             listed = f"Bottles (1)\n\n● Shared [local] {bottle}\n  {project}"
 
             # bob works below the project: the database is found walking up, like git, and registered for him.
-            assert (await bob("bottle_list")).ok == listed
+            # ... and marked as the bottle of his directory, though he is in a sub-folder.
+            assert (await bob("bottle_list")).ok == listed.replace(bottle, f"{bottle}  ← this directory")
             assert (await bob("bottle_vinculate")).code == "db_not_found"
             assert (await bob("bottle_vinculate", directory=str(project))).fields["status"] == "already_linked"
             assert (await bob("prescription_context", prescription_id=rx)).ok.endswith("---\npills: 1")

@@ -1,6 +1,6 @@
 """Shared by the reliability proofs: MCP calls through the real HTTP view (Django's test client), a bare stdio
 JSON-RPC client for subprocess servers (light enough that eight of them and their clients fit on a small CI
-machine), and the SPEC's error codes."""
+machine), and the documented error codes (docs/errors.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from django.test import Client
 
 from tests.clients import ROOT
 
-# SPEC §4.4: every code a Pillbox tool may answer with; internal_error is the one a test must never see.
+# docs/errors.md: every code a Pillbox tool may answer with; internal_error is the one a test must never see.
 PILLBOX_CODES = frozenset(
     {
         "not_found",
@@ -76,7 +76,7 @@ def assert_no_trace(text: str) -> None:
 
 
 def pillbox_code(text: str) -> str:
-    """The code of a Pillbox error text, asserting the SPEC's layout (``error: <code>``, ``message: …``)."""
+    """The code of a Pillbox error text, asserting the documented layout (``error: <code>``, ``message: …``)."""
     lines = text.split("\n")
     assert len(lines) >= 2 and lines[0].startswith("error: ") and lines[1].startswith("message: "), text[:500]
     code = lines[0].removeprefix("error: ")
@@ -199,7 +199,7 @@ def manage(home: Path, *args: str, **env: str) -> str:
 def make_key(home: Path, username: str, *, staff: bool = False) -> tuple[str, str]:
     """(uid, key) from ``createkey`` (which also migrates a fresh global database); staff is set the way an
     operator would."""
-    made = dict(line.split(": ", 1) for line in manage(home, "createkey", username).strip().splitlines())
+    made = dict(line.split(": ", 1) for line in manage(home, "createkey", username, "--create").strip().splitlines())
     if staff:
         with sqlite3.connect(home / ".pillbox" / "pillbox.db") as db:
             db.execute("UPDATE auth_user SET is_staff = 1, is_superuser = 1 WHERE username = ?", [username])

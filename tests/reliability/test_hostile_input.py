@@ -1,6 +1,6 @@
-"""Hostile input: whatever an agent sends, every tool answers with the SPEC's errors, never an internal error and
-never a trace. Pillbox errors are ``error: <code>`` with a code of SPEC §4.4 other than ``internal_error``; Todos
-errors are one plain sentence.
+"""Hostile input: whatever an agent sends, every tool answers with its documented errors, never an internal error
+and never a trace. Pillbox errors are ``error: <code>`` with a code of docs/errors.md other than
+``internal_error``; Todos errors are one plain sentence. Unknown arguments are refused by both.
 
 The bulk calls the tool handlers in-process (thousands of cases a minute); a smaller share goes through the real
 HTTP endpoint, where malformed JSON-RPC envelopes and headers are thrown at it too (never a 500).
@@ -102,14 +102,19 @@ def check_answer(server: str, text: str, is_error: bool) -> None:
     if not is_error:
         return
     if server == "pillbox":
-        pillbox_code(text)  # the SPEC's layout, and a code other than internal_error
+        pillbox_code(text)  # the documented layout, and a code other than internal_error
     else:
         assert text.strip(), "an empty error"
         assert text != TOOLSETS["todos"].internal_error_text and not text.startswith("error:"), text[:500]
 
 
 def call_in_process(server: str, tool: Tool, caller: Caller, arguments: Any) -> None:
-    """Any exception other than ToolFailure escapes and fails the test: it would be an internal error."""
+    """Any exception other than ToolFailure escapes and fails the test: it would be an internal error.
+
+    Both servers refuse an argument their schema does not list (a misspelt one silently dropped would change
+    the call's meaning), naming it."""
+    unknown = [name for name in arguments if name not in tool.input_schema.get("properties", {})] \
+        if isinstance(arguments, dict) else []
     try:
         reply = tool.handler(caller, arguments)
     except ToolFailure as failure:
@@ -117,8 +122,10 @@ def call_in_process(server: str, tool: Tool, caller: Caller, arguments: Any) -> 
         return
     if isinstance(reply, ToolReply):
         check_answer(server, reply.text, reply.is_error)
+        assert reply.is_error or not unknown, (unknown, reply.text[:300])
     else:
         check_answer(server, str(reply), False)
+        assert not unknown, (unknown, str(reply)[:300])
 
 
 @pytest.mark.parametrize(("server", "tool"), ALL_TOOLS, ids=[f"{server}.{tool.name}" for server, tool in ALL_TOOLS])

@@ -378,7 +378,7 @@ def _mcp_refused(server: str, tool: str, reply: Reply) -> None:
     if server == "todos":
         assert reply.is_error and reply.text == "Todo not found", reply.text
     elif tool == "prescription_context":
-        assert not reply.is_error and reply.text == "", reply.text  # SPEC: an unknown id gives an empty answer
+        assert not reply.is_error and reply.text == "", reply.text  # an unknown id gives an empty answer
     else:
         assert reply.is_error, reply.text
         assert pillbox_code(reply.text) in {"not_found", "prescription_required"}, reply.text

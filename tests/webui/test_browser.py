@@ -275,6 +275,11 @@ def test_browse_a_bottle_down_to_a_pill_edit_discard_restore(page, live_server, 
 
     page.goto(f"/pillbox/pills/{memory.closed_pill.hex}/")
     assert page.locator(".edit-refused").is_visible() and page.locator("#id_title").count() == 0
+    # What the notice says is what the page offers: nothing that changes the pill, only reopening.
+    assert "cannot be edited, discarded or purged" in page.locator(".edit-refused").inner_text()
+    for changing in ("Discard", "Purge for good"):
+        assert page.get_by_role("button", name=changing).count() == 0, changing
+    assert page.get_by_role("button", name="Reopen the prescription").is_visible()
 
     page.goto("/pillbox/capsules/")
     page.select_option("#compound-filter", "convention")
@@ -298,3 +303,22 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
     page.get_by_role("button", name="Search", exact=True).last.click()
     page.wait_for_url(re.compile(r"q=stripe\+webhooks"))
     assert page.locator(".fuzzy-note").count() == 0
+
+
+@pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])
+def test_an_mcp_endpoint_opened_in_a_browser_says_what_it_is(page, live_server, path, server):
+    response = page.goto(path)
+    assert response.status == 405 and response.headers["allow"] == "POST"
+    assert page.locator("h1").inner_text() == f"The {server} MCP endpoint"
+    text = page.locator("main").inner_text()
+    assert f"{live_server.url}{path}" in text or path in text
+    assert "Authorization: Bearer <key>" in text and "manage.py connect claude-code --write" in text
+
+
+def test_every_page_has_the_favicon(page, live_server):
+    page.goto("/accounts/login/")
+    icon = page.locator("link[rel=icon]").get_attribute("href")
+    for url in (icon, "/favicon.ico"):
+        response = page.request.get(url)
+        assert response.status == 200 and response.body()[:4] == b"\x00\x00\x01\x00", url  # an ICO file
+        assert response.headers["content-type"] in ("image/x-icon", "image/vnd.microsoft.icon"), url

@@ -150,6 +150,11 @@ def test_pill_edit_is_refused_while_its_prescription_is_closed(alice, alice_memo
     client.post(url + "edit", {"title": "Changed", "compound": "decision", "content": "Changed"})
     assert "is closed" in client.get(url).content.decode()
     assert Pill.objects.get(pk=alice_memory.closed_pill).title == "Django monolith"
+    html = client.get(url).content.decode()
+    assert "Purge for good" not in html and "cannot be edited, discarded or purged" in html
+    client.post(url + "purge")  # a hand-made POST is refused the same way
+    assert "before purging" in client.get(url).content.decode()
+    assert Pill.objects.filter(pk=alice_memory.closed_pill).exists()
     client.post(f"/pillbox/prescriptions/{alice_memory.closed_rx.hex}/reopen")
     client.post(url + "edit", {"title": "Changed", "compound": "decision", "content": "Changed"})
     assert Pill.objects.get(pk=alice_memory.closed_pill).title == "Changed"

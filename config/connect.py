@@ -1,0 +1,275 @@
+"""The configuration each MCP client needs to reach this checkout's servers, and merging it into their files.
+
+Every client keeps a map of named servers in its own format: Claude Code (``.mcp.json`` or ``~/.claude.json``),
+Claude Desktop (``claude_desktop_config.json``) and Cursor (``mcp.json``) under ``mcpServers``; VS Code
+(``mcp.json``) under ``servers`` with an explicit ``type``; Codex (``config.toml``) as ``[mcp_servers.NAME]``
+tables. Merging replaces only our own entries (``pillbox``, ``todos``) and keeps everything else in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from django.conf import settings
+
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "vscode")
+SERVERS = ("pillbox", "todos")
+HTTP_PATHS = {"todos": "/mcp", "pillbox": "/pillbox/mcp"}
+Scope = Literal["user", "project"]
+# SessionStart sources after which the conversation holds no memory yet (a resumed one still has it).
+HOOK_MATCHER = "startup|clear|compact"
+
+
+class ConnectError(Exception):
+    """A configuration that cannot be made or merged; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server as the clients see it: a command to launch (stdio) or a URL with a bearer key (HTTP)."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    url: str = ""
+    key: str = ""
+
+    @property
+    def is_http(self) -> bool:
+        return bool(self.url)
+
+
+def manage_py() -> Path:
+    return Path(settings.BASE_DIR) / "manage.py"
+
+
+def stdio_servers(user: str | None = None) -> list[Server]:
+    """This interpreter and this checkout's manage.py, absolute, so the client may start them from anywhere."""
+    extra = ["--user", user] if user else []
+    env = (("PILLBOX_HOME", os.environ["PILLBOX_HOME"]),) if os.environ.get("PILLBOX_HOME") else ()
+    return [Server(name, sys.executable, (str(manage_py()), "mcp", name, *extra), env) for name in SERVERS]
+
+
+def http_servers(site_url: str, key: str) -> list[Server]:
+    return [Server(name, url=site_url.rstrip("/") + HTTP_PATHS[name], key=key) for name in SERVERS]
+
+
+# ---------------------------------------------------------------- where each client keeps its servers
+
+
+def _desktop_file(home: Path) -> Path:
+    system = platform.system()
+    if system == "Darwin":
+        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if system == "Windows":
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "Claude" / "claude_desktop_config.json"
+    return home / ".config" / "Claude" / "claude_desktop_config.json"
+
+
+def _vscode_user_file(home: Path) -> Path:
+    system = platform.system()
+    if system == "Darwin":
+        return home / "Library" / "Application Support" / "Code" / "User" / "mcp.json"
+    if system == "Windows":
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "Code" / "User" / "mcp.json"
+    return home / ".config" / "Code" / "User" / "mcp.json"
+
+
+def config_file(client: str, scope: Scope, *, home: Path, project: Path) -> Path:
+    if client == "claude-code":
+        return project / ".mcp.json" if scope == "project" else home / ".claude.json"
+    if client == "claude-desktop":
+        if scope == "project":
+            raise ConnectError("Claude Desktop has no per-project configuration; use --scope user.")
+        return _desktop_file(home)
+    if client == "cursor":
+        return (project if scope == "project" else home) / ".cursor" / "mcp.json"
+    if client == "vscode":
+        return project / ".vscode" / "mcp.json" if scope == "project" else _vscode_user_file(home)
+    if client == "codex":
+        return (project if scope == "project" else home) / ".codex" / "config.toml"
+    raise ConnectError(f"Unknown client {client}; choose one of {', '.join(CLIENTS)}.")
+
+
+def default_scope(client: str) -> Scope:
+    # Codex reads a project's file only in a trusted project, and Desktop has only the user file.
+    return "user" if client in ("codex", "claude-desktop") else "project"
+
+
+# ---------------------------------------------------------------- one entry per client format
+
+
+def json_entry(client: str, server: Server) -> dict[str, Any]:
+    if server.is_http:
+        if client == "claude-desktop":
+            raise ConnectError(
+                "Claude Desktop adds remote servers as connectors, not in its file: Settings → Connectors → Add "
+                f"custom connector, URL {server.url} (it signs in with OAuth). Without --http it runs them locally."
+            )
+        entry: dict[str, Any] = {"url": server.url, "headers": {"Authorization": f"Bearer {server.key}"}}
+        return {"type": "http", **entry} if client in ("claude-code", "vscode") else entry
+    entry = {"command": server.command, "args": list(server.args)}
+    if server.env:
+        entry["env"] = dict(server.env)
+    return {"type": "stdio", **entry} if client in ("claude-code", "vscode") else entry
+
+
+def json_document(client: str, servers: list[Server]) -> dict[str, Any]:
+    section = "servers" if client == "vscode" else "mcpServers"
+    return {section: {server.name: json_entry(client, server) for server in servers}}
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # JSON's escapes are TOML basic-string escapes
+
+
+def _toml_inline(values: dict[str, str]) -> str:
+    return "{ " + ", ".join(f"{_toml_string(k)} = {_toml_string(v)}" for k, v in values.items()) + " }"
+
+
+def toml_tables(servers: list[Server]) -> str:
+    blocks = []
+    for server in servers:
+        lines = [f"[mcp_servers.{server.name}]"]
+        if server.is_http:
+            lines += [f"url = {_toml_string(server.url)}",
+                      f"http_headers = {_toml_inline({'Authorization': f'Bearer {server.key}'})}"]
+        else:
+            lines += [f"command = {_toml_string(server.command)}",
+                      "args = [" + ", ".join(_toml_string(arg) for arg in server.args) + "]"]
+            if server.env:
+                lines.append(f"env = {_toml_inline(dict(server.env))}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def claude_code_commands(servers: list[Server], scope: Scope) -> list[str]:
+    """The `claude mcp add` lines doing the same as the file (quoted for a POSIX shell)."""
+    import shlex
+
+    commands = []
+    for server in servers:
+        if server.is_http:
+            commands.append(shlex.join(["claude", "mcp", "add", "--scope", scope, "--transport", "http", server.name,
+                                        server.url, "--header", f"Authorization: Bearer {server.key}"]))
+        else:
+            env = [part for name, value in server.env for part in ("--env", f"{name}={value}")]
+            commands.append(shlex.join(["claude", "mcp", "add", "--scope", scope, *env, server.name, "--",
+                                        server.command, *server.args]))
+    return commands
+
+
+# ---------------------------------------------------------------- merging into an existing file
+
+
+def backup(path: Path) -> Path | None:
+    """Copy ``path`` aside before it is changed (None when there is nothing to keep)."""
+    if not path.exists():
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    copy = path.with_name(f"{path.name}.bak-{stamp}")
+    shutil.copy2(path, copy)
+    return copy
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists() or not path.read_text().strip():
+        return {}
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConnectError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it or move it away, "
+                           "then run this again. Nothing was changed.") from None
+    if not isinstance(document, dict):
+        raise ConnectError(f"{path} does not hold a JSON object; nothing was changed.")
+    return document
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    if path.exists():
+        shutil.copymode(path, temporary)
+    temporary.replace(path)  # a reader never sees half a file
+
+
+def merge_json(path: Path, addition: dict[str, Any]) -> None:
+    document = _read_json(path)
+    for section, entries in addition.items():
+        current = document.get(section)
+        if current is not None and not isinstance(current, dict):
+            raise ConnectError(f"{section} in {path} is not an object; nothing was changed.")
+        document[section] = {**(current or {}), **entries}
+    _write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+_TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")
+
+
+def merge_toml(path: Path, servers: list[Server]) -> None:
+    """Replace our ``[mcp_servers.NAME]`` tables (and their sub-tables), keeping every other line as it was."""
+    text = path.read_text() if path.exists() else ""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConnectError(f"{path} is not valid TOML ({exc}); fix it, then run this again. Nothing was changed.") \
+            from None
+    ours = {f"mcp_servers.{server.name}" for server in servers}
+    kept, skipping = [], False
+    for line in text.splitlines():
+        if match := _TABLE.match(line):
+            name = match.group(1).replace('"', "").replace(" ", "")
+            skipping = any(name == table or name.startswith(table + ".") for table in ours)
+        if not skipping:
+            kept.append(line)
+    body = "\n".join(kept).rstrip()
+    merged = (body + "\n\n" if body else "") + toml_tables(servers)
+    try:
+        parsed = tomllib.loads(merged)  # what we write must read back, with our servers in it
+    except tomllib.TOMLDecodeError:
+        parsed = {}
+    if any(server.name not in parsed.get("mcp_servers", {}) for server in servers):
+        raise ConnectError(f"{path} defines mcp_servers in a form this command cannot merge (an inline table?); "
+                           "add the tables printed above by hand. Nothing was changed.")
+    _write(path, merged)
+
+
+def hook_command(user: str | None = None) -> str:
+    import shlex
+
+    extra = ["--user", user] if user else []
+    command = shlex.join([sys.executable, str(manage_py()), "recall", *extra])
+    # Hooks run in a shell: a data directory other than the default travels as a variable, as it does to servers.
+    home = os.environ.get("PILLBOX_HOME")
+    return f"PILLBOX_HOME={shlex.quote(home)} {command}" if home else command
+
+
+def merge_hook(path: Path, command: str) -> bool:
+    """Add a SessionStart hook running ``command`` to a Claude Code settings file; False when it is there."""
+    document = _read_json(path)
+    hooks = document.setdefault("hooks", {})
+    if not isinstance(hooks, dict) or not isinstance(hooks.setdefault("SessionStart", []), list):
+        raise ConnectError(f"hooks.SessionStart in {path} is not a list; nothing was changed.")
+    for group in hooks["SessionStart"]:
+        for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
+            if isinstance(hook, dict) and hook.get("command") == command:
+                return False
+    hooks["SessionStart"].append({"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command}]})
+    _write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return True
+
+
+def hook_file(scope: Scope, *, home: Path, project: Path) -> Path:
+    return (project if scope == "project" else home) / ".claude" / "settings.json"

@@ -1,0 +1,34 @@
+"""`manage.py docs --write | --check`: regenerate docs/tools.md and docs/rest-api.md from the code, or fail when
+they are stale (CI runs the check through the test suite)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Regenerate (--write) or verify (--check) the generated reference pages in docs/."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        group = parser.add_mutually_exclusive_group(required=True)
+        group.add_argument("--write", action="store_true", help="write docs/tools.md and docs/rest-api.md")
+        group.add_argument("--check", action="store_true", help="exit 1 when a generated page is out of date")
+        group.add_argument("--session", action="store_true", help="(internal) run the example session, print JSON")
+
+    def handle(self, *args: object, write: bool, check: bool, session: bool, **options: object) -> None:
+        from config import docs
+
+        if session:
+            self.stdout.write(json.dumps(docs.run_session(), ensure_ascii=False))
+            return
+        rendered = docs.render_all()
+        if check:
+            if outdated := docs.stale(rendered):
+                raise CommandError(f"docs/{', docs/'.join(outdated)} out of date: run `python manage.py docs --write`.")
+            self.stdout.write("docs/ is up to date.")
+            return
+        for name, text in rendered.items():
+            (docs.DOCS / name).write_text(text)
+        self.stdout.write(f"Wrote docs/{', docs/'.join(rendered)}.")

@@ -1,0 +1,86 @@
+"""`manage.py recall [--user NAME] [--budget CHARS]`: this directory's memory, for a session that is starting.
+
+Prints what an agent would read first: ``bottle_context`` of the working directory's bottle and
+``prescription_context`` of its latest prescription, within a size budget. Claude Code runs it as a
+SessionStart hook (``manage.py connect claude-code --hooks``) and puts what it prints into the new session's
+context. A hook must never stand in the way of a session: any failure prints one line and exits 0.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+logger = logging.getLogger("pillbox")
+
+DEFAULT_BUDGET = 6000
+PRESCRIPTIONS = 10
+PILLS = 20
+
+
+def fit(text: str, budget: int, more: str) -> str:
+    """``text`` cut between records (else between lines) to at most ``budget`` characters, saying where the rest
+    is; a record is never shown in part when a whole one fits."""
+    if len(text) <= budget:
+        return text
+    room = max(budget - len(more) - 2, 0)
+    cut = text.rfind("\n\n", 0, room)
+    if cut <= 0:
+        cut = text.rfind("\n", 0, room)
+    return (text[:cut] + "\n\n" if cut > 0 else "") + more
+
+
+class Command(BaseCommand):
+    help = ("Print the Pillbox memory of the current directory's bottle (bottle_context and the latest "
+            "prescription's prescription_context) within a size budget; used as a Claude Code SessionStart hook.")
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--user", help="the local user (default: $PILLBOX_USER, else the login name)")
+        parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most characters to print")
+
+    def handle(self, *args: object, user: str | None, budget: int, **options: object) -> None:
+        try:
+            text = self.recall(user or os.environ.get("PILLBOX_USER") or getpass.getuser(), Path.cwd(), budget)
+        except Exception:  # a broken hook would greet every session with a trace
+            logger.exception("recall failed")
+            text = "Pillbox: the memory of this directory could not be read (see the server log)."
+        self.stdout.write(text)
+
+    def recall(self, username: str, workdir: Path, budget: int) -> str:
+        from accounts.services import user_get_or_create
+        from config.bootstrap import ensure_global_db
+        from config.mcp.tools import Caller
+        from pillbox import selectors, texts
+        from pillbox.access import reach_for
+        from pillbox.ids import short
+        from pillbox.models import Bottle, Prescription
+
+        ensure_global_db()
+        caller = Caller(user=user_get_or_create(username=username), transport="stdio", workdir=workdir)
+        reach = reach_for(caller)
+        if reach.current_path is None:
+            return ("Pillbox: no bottle for this directory yet. bottle_create makes one (memory kept next to the "
+                    "code); bottle_list shows the others.")
+        mine = reach.bottles_in(reach.current)
+        bottle = Bottle.objects.using(reach.current).filter(id__in=mine).order_by("id").first()
+        if bottle is None:
+            return "Pillbox: this directory's bottle is not in your registry; bottle_vinculate links it."
+        header = (f"Pillbox memory of this directory: bottle {bottle.name} ({short(bottle.id)}), "
+                  f"{bottle.directory}\n\n# bottle_context\n")
+        context = selectors.bottle_context(reach=reach, bottle_id=bottle.id.hex, limit=PRESCRIPTIONS)
+        parts = [header + texts.bottle_context(context)]
+        latest = Prescription.objects.using(reach.current).alive().filter(bottle=bottle).order_by("-id").first()
+        if latest is not None:
+            pills = selectors.prescription_context(reach=reach, prescription_id=latest.id.hex, limit=PILLS)
+            parts.append(f"# prescription_context {short(latest.id)} (the latest prescription)\n"
+                         + texts.prescription_context(pills))
+        first = fit(parts[0], budget, "… (more with bottle_context)")
+        rest = budget - len(first) - 2
+        if len(parts) > 1 and rest > 200:
+            return first + "\n\n" + fit(parts[1], rest, "… (more with prescription_context)")
+        return first
