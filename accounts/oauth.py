@@ -151,6 +151,7 @@ class TokenCheck:
     user: AbstractBaseUser | None
     error: str = "invalid_token"
     description: str = ""
+    access_token: Any = None
 
 
 def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
@@ -180,7 +181,7 @@ def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
     user = access_token.user
     if user is None or not user.is_active:
         return TokenCheck(None, description="The access token has no active user.")
-    return TokenCheck(user)
+    return TokenCheck(user, access_token=access_token)
 
 
 # --- dynamic client registration: rate limit -------------------------------------------------------------------

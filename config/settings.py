@@ -56,7 +56,7 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DJANGO_DEBUG", False)
 SITE_URL = (os.environ.get("SITE_URL") or "http://127.0.0.1:8000").rstrip("/")
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 _site_host = urlsplit(SITE_URL).hostname
 if _site_host and _site_host not in ALLOWED_HOSTS and "*" not in ALLOWED_HOSTS:
     ALLOWED_HOSTS.append(_site_host)
@@ -173,8 +173,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-# Behind a reverse proxy (see README "Production"): trust its headers only when told to.
-if env_bool("TRUST_PROXY_HEADERS", False):
+# Behind a reverse proxy (see README "Production"): trust its headers only when told to. The client address for
+# throttling is then the X-Forwarded-For entry TRUSTED_PROXY_HOPS from the right (one per proxy in front).
+TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
+TRUSTED_PROXY_HOPS = int(os.environ.get("TRUSTED_PROXY_HOPS") or 1)
+if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 _site_is_https = SITE_URL.startswith("https://")
@@ -237,6 +240,8 @@ OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
 # at the MCP endpoints (accounts.auth.mcp_caller), and passwords at the login forms (LoginThrottleMiddleware).
 AUTH_FAILURE_RATE_LIMIT = (int(os.environ.get("AUTH_FAILURE_RATE_LIMIT") or 20), 60)
 LOGIN_RATE_LIMIT = (int(os.environ.get("LOGIN_RATE_LIMIT") or 10), 60)
+# How long a /list link from get_list_url lives at most (it dies sooner with the credential that obtained it).
+LIST_LINK_MAX_AGE_DAYS = float(os.environ.get("LIST_LINK_MAX_AGE_DAYS") or 30)
 # W008 warns that http redirect URIs are allowed: they are, for loopback only (see ALLOWED_REDIRECT_URI_SCHEMES).
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
