@@ -249,7 +249,7 @@ REST_FRAMEWORK = {
     # The API's own views (config.api.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.jsonbody.SafeJSONParser"],  # 400, not a RecursionError, for deep JSON
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
