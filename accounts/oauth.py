@@ -56,6 +56,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -66,6 +67,8 @@ from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
+
+from accounts.throttle import client_ip, client_ip_of
 
 MCP_SCOPE = "mcp"
 # URL names of the MCP endpoints (config.urls) and the name each shows on the consent page.
@@ -187,14 +190,13 @@ def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
 # --- dynamic client registration: rate limit -------------------------------------------------------------------
 
 
-def client_ip(request: HttpRequest) -> str:
-    """The caller's IP as Django sees it (REMOTE_ADDR). Behind a proxy, the proxy must set REMOTE_ADDR (e.g.
-    gunicorn --forwarded-allow-ips / uvicorn --proxy-headers); otherwise all clients share one bucket."""
-    return request.META.get("REMOTE_ADDR") or "unknown"
-
-
 def registration_rate_limited(request: HttpRequest) -> int:
-    """Count one registration for the caller's IP; return 0 if allowed, else seconds until the window ends.
+    """Count one registration for the caller's IP; return 0 if allowed, else seconds until the window ends."""
+    return _count_registration(client_ip(request))
+
+
+def _count_registration(address: str) -> int:
+    """Count one registration (dynamic, or a client ID metadata document's first sight) for ``address``.
 
     Fixed window of ``OAUTH_DCR_RATE_LIMIT = (count, seconds)`` per IP, in the default cache (locmem per process
     by default, so with several worker processes the effective limit is count x workers; configure a shared
@@ -204,7 +206,7 @@ def registration_rate_limited(request: HttpRequest) -> int:
         return 0
     now = int(time.time())
     start = now - now % window
-    key = f"oauth:dcr:{client_ip(request)}:{start}"
+    key = f"oauth:dcr:{address}:{start}"
     if cache.add(key, 1, timeout=window + 5):
         count = 1
     else:
@@ -214,6 +216,21 @@ def registration_rate_limited(request: HttpRequest) -> int:
             cache.add(key, 1, timeout=window + 5)
             count = 1
     return 0 if count <= limit else max(1, start + window - now)
+
+
+class AuthorizationEndpointCIMDPermission:
+    """Client ID metadata documents are fetched only at the authorization endpoint (where a person is signed in
+    and will see the consent page), never at the token endpoint, and each first sight counts against the
+    caller's registration budget (``OAUTH_DCR_RATE_LIMIT``): fetching URLs on anyone's say-so is registration."""
+
+    def has_permission(self, request: Any, client_id: str) -> bool:
+        try:
+            at_authorize = urlsplit(request.uri).path == reverse("oauth2_provider:authorize")
+        except (NoReverseMatch, ValueError):
+            return False
+        if not at_authorize:
+            return False
+        return not _count_registration(client_ip_of(request.headers or {}))
 
 
 # --- CORS -------------------------------------------------------------------------------------------------------

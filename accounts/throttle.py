@@ -14,6 +14,8 @@ import hashlib
 import ipaddress
 import json
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -24,11 +26,16 @@ def client_ip(request: HttpRequest) -> str:
     """The caller's address. Behind ``TRUSTED_PROXY_HOPS`` proxies, each appends the address it saw to
     ``X-Forwarded-For``: the client is that many entries from the right (anything further left is whatever the
     client sent, and is never believed)."""
-    remote = request.META.get("REMOTE_ADDR") or "unknown"
+    return client_ip_of(request.META)
+
+
+def client_ip_of(meta: Mapping[str, Any]) -> str:
+    """``client_ip`` from a WSGI environ (oauthlib's requests carry Django's ``META`` as their headers)."""
+    remote = str(meta.get("REMOTE_ADDR") or "unknown")
     if not getattr(settings, "TRUST_PROXY_HEADERS", False):
         return remote
     hops = max(1, int(getattr(settings, "TRUSTED_PROXY_HOPS", 1)))
-    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+    forwarded = [part.strip() for part in str(meta.get("HTTP_X_FORWARDED_FOR", "")).split(",") if part.strip()]
     if len(forwarded) < hops:
         return remote
     candidate = forwarded[-hops]

@@ -232,6 +232,8 @@ OAUTH2_PROVIDER = {
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": True,
+    # Documents are fetched only at the authorization endpoint, rate limited like registration.
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": ("accounts.oauth.AuthorizationEndpointCIMDPermission",),
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Pillbox & Todos MCP",
 }
 # Client registrations per IP per window (count, seconds), counted in the default cache.

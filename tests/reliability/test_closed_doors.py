@@ -224,3 +224,180 @@ def test_login_throttle_is_per_account_and_spares_the_owners_browser(alice, sett
     assert Client(REMOTE_ADDR="198.51.100.9").post(
         "/accounts/login/", {"username": "bob", "password": "wrong"}
     ).status_code == 200
+
+
+# --- hole 6: one redirect policy for every path that makes or changes a client ----------------------------------
+
+EVIL = "http://evil.invalid/cb"
+GOOD = "http://127.0.0.1:33418/callback"
+
+
+def _register(client: Client, **metadata) -> tuple[int, dict]:
+    body = {"client_name": "x", "redirect_uris": [GOOD], "token_endpoint_auth_method": "none", **metadata}
+    response = client.post("/o/register/", body, content_type="application/json")
+    return response.status_code, response.json()
+
+
+def test_registration_refuses_uris_smuggled_in_one_string(transactional_db):
+    from oauth2_provider.models import get_application_model
+
+    status, body = _register(Client(), redirect_uris=[f"{GOOD} {EVIL}"])
+    assert status == 400 and body["error"] == "invalid_client_metadata"
+    for uri in (EVIL, "https://ok.example/cb#frag", "javascript:alert(1)", "https://ok.example/cb\ttab"):
+        status, body = _register(Client(), redirect_uris=[uri])
+        assert status == 400 and body["error"] == "invalid_client_metadata", uri
+    assert not get_application_model().objects.exists()
+
+
+def test_the_update_endpoint_runs_the_same_checks(transactional_db):
+    from oauth2_provider.models import get_application_model
+
+    status, registered = _register(Client())
+    assert status == 201
+    management = Client(HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}")
+    url = f"/o/register/{registered['client_id']}/"
+    attempts = [
+        {"redirect_uris": [EVIL]},
+        {"redirect_uris": [f"{GOOD} {EVIL}"]},
+        {"redirect_uris": [GOOD], "grant_types": ["client_credentials"]},
+        {"redirect_uris": [GOOD], "grant_types": ["password"]},
+        {"redirect_uris": [GOOD], "grant_types": ["implicit"], "response_types": ["token"]},
+    ]
+    for metadata in attempts:
+        body = {"client_name": "x", "token_endpoint_auth_method": "none", **metadata}
+        response = management.put(url, body, content_type="application/json")
+        assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata", metadata
+    application = get_application_model().objects.get(client_id=registered["client_id"])
+    assert application.redirect_uris == GOOD and application.authorization_grant_type == "authorization-code"
+    # A change within the policy still works.
+    other = "https://app.example/callback"
+    body = {"client_name": "y", "redirect_uris": [other], "token_endpoint_auth_method": "none"}
+    assert management.put(url, body, content_type="application/json").status_code == 200
+    assert get_application_model().objects.get(pk=application.pk).redirect_uris == other
+
+
+def test_the_policy_holds_for_any_code_that_validates_a_client(transactional_db):
+    from django.core.exceptions import ValidationError
+    from oauth2_provider.models import get_application_model
+
+    Application = get_application_model()
+    for uris, grant in ((EVIL, "authorization-code"), (GOOD, "client-credentials"), (GOOD, "password")):
+        application = Application(name="admin-made", client_type="public", authorization_grant_type=grant,
+                                  redirect_uris=uris)
+        try:
+            application.full_clean()
+        except ValidationError:
+            continue
+        raise AssertionError(f"{uris} / {grant} passed the client policy")
+
+
+class EvilDocumentFetcher:
+    """A client ID metadata document that names an attacker's non-loopback http redirect URI."""
+
+    fetched: list[str] = []
+
+    def fetch(self, client_id: str):
+        self.fetched.append(client_id)
+        document = {
+            "client_id": client_id,
+            "client_name": "Evil document",
+            "redirect_uris": [EVIL],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+        return document, 600
+
+
+def _authorize_query(client_id: str, redirect_uri: str, site: str, **extra: str) -> dict[str, str]:
+    from tests.oauth.helpers import pkce_pair
+
+    return {
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s",
+        "code_challenge": pkce_pair()[1], "code_challenge_method": "S256", "scope": "mcp",
+        "resource": site + "/mcp", **extra,
+    }
+
+
+def test_a_metadata_document_with_a_bad_redirect_uri_gets_no_consent_page(alice, settings):
+    from oauth2_provider.models import get_application_model
+
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER, "CIMD_METADATA_FETCHER": "tests.reliability.test_closed_doors.EvilDocumentFetcher"
+    }
+    EvilDocumentFetcher.fetched.clear()
+    person = Client()
+    person.force_login(alice.user)
+    client_id = "https://client.example/metadata.json"
+    response = person.get("/o/authorize/", _authorize_query(client_id, EVIL, settings.SITE_URL))
+    assert EvilDocumentFetcher.fetched == [client_id]
+    assert response.status_code == 400 and "Location" not in response
+    assert 'name="allow"' not in response.content.decode()
+    assert not get_application_model().objects.filter(client_id=client_id).exists()
+
+
+def test_metadata_documents_are_fetched_only_at_the_authorization_endpoint(transactional_db, settings):
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER, "CIMD_METADATA_FETCHER": "tests.reliability.test_closed_doors.EvilDocumentFetcher"
+    }
+    EvilDocumentFetcher.fetched.clear()
+    data = {"grant_type": "authorization_code", "code": "x", "redirect_uri": GOOD, "code_verifier": "v" * 43,
+            "client_id": "https://client.example/other.json"}
+    response = Client().post("/o/token/", data)
+    assert response.status_code in (400, 401) and EvilDocumentFetcher.fetched == []
+
+
+def test_metadata_document_resolution_is_rate_limited_like_registration(alice, settings):
+    settings.OAUTH_DCR_RATE_LIMIT = (2, 3600)
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER, "CIMD_METADATA_FETCHER": "tests.reliability.test_closed_doors.EvilDocumentFetcher"
+    }
+    EvilDocumentFetcher.fetched.clear()
+    person = Client()
+    person.force_login(alice.user)
+    for n in range(4):
+        person.get("/o/authorize/", _authorize_query(f"https://client.example/{n}.json", EVIL, settings.SITE_URL))
+    assert len(EvilDocumentFetcher.fetched) == 2
+
+
+# --- hole 7: no open redirect ---------------------------------------------------------------------------------
+
+
+def test_errors_before_consent_are_shown_here_not_sent_to_the_client(alice, settings):
+    status, registered = _register(Client(), redirect_uris=["https://attacker.invalid/landing"])
+    assert status == 201
+    person = Client()
+    person.force_login(alice.user)
+    base = _authorize_query(registered["client_id"], "https://attacker.invalid/landing", settings.SITE_URL)
+    for drop in ("code_challenge", "resource", "response_type"):
+        query = {key: value for key, value in base.items() if key != drop}
+        response = person.get("/o/authorize/", query)
+        assert response.status_code == 400 and "Location" not in response, drop
+        assert "cannot be completed" in response.content.decode()
+    plain = person.get("/o/authorize/", {**base, "code_challenge_method": "plain"})
+    assert plain.status_code == 400 and "Location" not in plain
+    # A good request still reaches the consent page, and only consent sends the person back to the client.
+    assert 'name="allow"' in person.get("/o/authorize/", base).content.decode()
+
+
+# --- hole 8: 400 for any unparseable body --------------------------------------------------------------------
+
+
+def test_deeply_nested_json_is_a_400_everywhere(alice):
+    nested = "[" * 3000 + "]" * 3000
+    deep_object = '{"a":' * 3000 + "1" + "}" * 3000
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {alice.key}")
+    targets = [
+        (Client(), "post", "/o/register/"),
+        (api, "post", "/api/todos/"),
+        (api, "post", "/api/pillbox/capsules/"),
+    ]
+    for body in (nested, deep_object):
+        for client, method, path in targets:
+            response = getattr(client, method)(path, body, content_type="application/json")
+            assert response.status_code == 400, (path, response.status_code)
+            assert "Traceback" not in response.content.decode() and "RecursionError" not in response.content.decode()
+    status, registered = _register(Client())
+    management = Client(HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}")
+    response = management.put(f"/o/register/{registered['client_id']}/", nested, content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
