@@ -100,3 +100,13 @@ class ListLink(models.Model):
 
     def __str__(self) -> str:
         return f"/list link of {self.user} via {self.get_kind_display()}"
+
+
+class RedeemedCode(models.Model):
+    """An OAuth authorization code already exchanged, by its SHA-256, with the family of the tokens it bought: a
+    second exchange of the same code (someone else holds it) revokes them (RFC 6749 section 4.1.2)."""
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    token_family = models.UUIDField(null=True, blank=True)
+    access_token_checksum = models.CharField(max_length=64, blank=True)
+    redeemed_at = models.DateTimeField(auto_now_add=True)

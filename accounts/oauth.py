@@ -52,9 +52,11 @@ DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``acc
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -63,11 +65,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
+from accounts.models import RedeemedCode
 from accounts.throttle import client_ip, client_ip_of
 
 MCP_SCOPE = "mcp"
@@ -131,19 +136,89 @@ def check_requested_resources(resources: list[str], request: Any = None) -> None
             )
 
 
+def code_hash(code: str) -> str:
+    return hashlib.sha256(str(code).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class McpOAuth2Validator(OAuth2Validator):
-    """DOT's validator, with every grant and token bound to our MCP resources (RFC 8707)."""
+    """DOT's validator, with every grant and token bound to our MCP resources (RFC 8707), authorization codes
+    stored as SHA-256 hashes like tokens (every method that looks a grant up by its code hashes the code first),
+    and a replayed code revoking what it bought."""
 
     def _create_authorization_code(self, request, code, expires=None):
         # The consent form carries `resource` in a hidden field: re-check what is about to be stored on the grant.
         check_requested_resources(list(getattr(request, "resource", None) or []), request)
-        return super()._create_authorization_code(request, code, expires)
+        # A copy: oauthlib sends the caller the dict it passed in, which must keep the code itself.
+        return super()._create_authorization_code(request, {**code, "code": code_hash(code["code"])}, expires)
 
     def _check_and_set_request_resource(self, request):
         # DOT narrows/inherits `resource` from the grant or refresh token; when neither had one it takes the
         # token request's value as is. Whatever comes out must be non-empty and ours.
-        super()._check_and_set_request_resource(request)
+        raw_code = getattr(request, "code", None)
+        if raw_code:
+            request.code = code_hash(raw_code)  # DOT reads the grant by request.code here
+        try:
+            super()._check_and_set_request_resource(request)
+        finally:
+            if raw_code:
+                request.code = raw_code
         check_requested_resources(list(request.resource or []), request)
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+        return super().confirm_redirect_uri(client_id, code_hash(code), redirect_uri, client, *args, **kwargs)
+
+    def get_code_challenge(self, code, request):
+        return super().get_code_challenge(code_hash(code), request)
+
+    def get_code_challenge_method(self, code, request):
+        return super().get_code_challenge_method(code_hash(code), request)
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_scopes(client_id, code_hash(code), redirect_uri, request)
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_nonce(client_id, code_hash(code), redirect_uri, request)
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        if super().validate_code(client_id, code_hash(code), client, request, *args, **kwargs):
+            return True
+        _revoke_what_a_code_bought(code_hash(code))
+        return False
+
+    def save_bearer_token(self, token, request, *args, **kwargs):
+        result = super().save_bearer_token(token, request, *args, **kwargs)
+        if getattr(request, "grant_type", None) == "authorization_code" and token.get("access_token"):
+            request.issued_from_code = (token.get("access_token"), token.get("refresh_token"))
+        return result
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        super().invalidate_authorization_code(client_id, code_hash(code), request, *args, **kwargs)
+        access, refresh = getattr(request, "issued_from_code", (None, None))
+        family = None
+        if refresh:
+            family = (
+                get_refresh_token_model()
+                .objects.filter(token_checksum=code_hash(refresh))
+                .values_list("token_family", flat=True)
+                .first()
+            )
+        RedeemedCode.objects.create(
+            code_hash=code_hash(code), token_family=family, access_token_checksum=code_hash(access) if access else ""
+        )
+        # Codes live a minute: a day of redeemed ones is plenty to catch a replay.
+        RedeemedCode.objects.filter(redeemed_at__lt=timezone.now() - timedelta(days=1)).delete()
+
+
+def _revoke_what_a_code_bought(hashed: str) -> None:
+    """A code exchanged before is being exchanged again: whoever holds it is not (only) the client it was issued
+    to, so the tokens it bought are revoked (their refresh-token family, and the access token)."""
+    redeemed = RedeemedCode.objects.filter(code_hash=hashed).first()
+    if redeemed is None:
+        return
+    if redeemed.token_family:
+        get_refresh_token_model().revoke_family(redeemed.token_family)
+    if redeemed.access_token_checksum:
+        get_access_token_model().objects.filter(token_checksum=redeemed.access_token_checksum).delete()
 
 
 # --- the bearer check at the MCP endpoints -------------------------------------------------------------------

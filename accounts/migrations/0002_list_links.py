@@ -71,4 +71,14 @@ class Migration(migrations.Migration):
                 "indexes": [models.Index(fields=["user", "revoked_at", "expires_at"], name="accounts_li_user_id_f0e26b_idx")],
             },
         ),
+        migrations.CreateModel(
+            name="RedeemedCode",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("code_hash", models.CharField(max_length=64, unique=True)),
+                ("token_family", models.UUIDField(blank=True, null=True)),
+                ("access_token_checksum", models.CharField(blank=True, max_length=64)),
+                ("redeemed_at", models.DateTimeField(auto_now_add=True)),
+            ],
+        ),
     ]

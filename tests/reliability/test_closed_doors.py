@@ -401,3 +401,103 @@ def test_deeply_nested_json_is_a_400_everywhere(alice):
     management = Client(HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}")
     response = management.put(f"/o/register/{registered['client_id']}/", nested, content_type="application/json")
     assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+
+
+# --- hardening ------------------------------------------------------------------------------------------------
+
+
+def test_authorization_codes_are_stored_hashed_and_a_replay_revokes_what_they_bought(oauth_site, alice_login):
+    from oauth2_provider.models import get_grant_model
+
+    site = oauth_site.url
+    client_id = register_client(site)
+    verifier, challenge = pkce_pair()
+    code = authorization_redirect(site, authorize_url(site, client_id, challenge))["code"]
+    stored = get_grant_model().objects.get(application__client_id=client_id)
+    assert stored.code != code and code not in stored.code and len(stored.code) == 64
+
+    tokens = exchange(site, client_id, code, verifier)
+    assert tokens.status_code == 200, tokens.text
+    access, refresh = tokens.json()["access_token"], tokens.json()["refresh_token"]
+    assert mcp_post(site + "/mcp", access).status_code == 200
+
+    replay = exchange(site, client_id, code, verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert mcp_post(site + "/mcp", access).status_code == 401
+    refreshed = httpx2.post(
+        site + "/o/token/",
+        data={"grant_type": "refresh_token", "refresh_token": refresh, "client_id": client_id},
+        timeout=30,
+    )
+    assert refreshed.status_code == 400
+
+
+def test_a_refused_credential_is_named_in_the_401(alice):
+    body = '{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    cases = [
+        ({"HTTP_AUTHORIZATION": "Bearer pbx_" + "x" * 43}, "/mcp", "API key"),
+        ({"HTTP_AUTHORIZATION": "Bearer some-oauth-token"}, "/mcp", "OAuth access token"),
+        ({}, f"/mcp?uid={alice.uid}&key=pbx_wrong", "uid and key"),
+    ]
+    for headers, path, kind in cases:
+        response = Client().post(path, body, content_type="application/json", HTTP_ACCEPT="application/json",
+                                 **headers)
+        assert response.status_code == 401
+        assert 'error="invalid_token"' in response["WWW-Authenticate"]
+        message = response.json()["message"]
+        assert "refused" in message and kind in message and "Send Authorization" not in message
+    anonymous = Client().post("/mcp", body, content_type="application/json", HTTP_ACCEPT="application/json")
+    assert anonymous.status_code == 401 and "invalid_token" not in anonymous["WWW-Authenticate"]
+
+
+def test_registration_reports_secret_expiry_and_honours_client_secret_post(oauth_site, alice_login):
+    site = oauth_site.url
+    response = httpx2.post(
+        site + "/o/register/",
+        json={"client_name": "secret", "redirect_uris": [GOOD], "token_endpoint_auth_method": "client_secret_post"},
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text
+    registered = response.json()
+    assert registered["client_secret"] and registered["client_secret_expires_at"] == 0
+    assert registered["token_endpoint_auth_method"] == "client_secret_post"
+    verifier, challenge = pkce_pair()
+    code = authorization_redirect(site, authorize_url(site, registered["client_id"], challenge))["code"]
+    # The secret in the body, as client_secret_post says.
+    token = exchange(site, registered["client_id"], code, verifier, client_secret=registered["client_secret"])
+    assert token.status_code == 200, token.text
+
+    public = httpx2.post(site + "/o/register/", json={"redirect_uris": [GOOD], "token_endpoint_auth_method": "none"})
+    assert "client_secret" not in public.json() and "client_secret_expires_at" not in public.json()
+
+
+def test_testserver_is_not_an_allowed_host_by_default(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key not in ("ALLOWED_HOSTS", "SITE_URL")}
+    env.update(PILLBOX_HOME=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings")
+    hosts = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.ALLOWED_HOSTS)"],
+        env=env, capture_output=True, text=True, check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))),
+    ).stdout
+    assert "testserver" not in hosts and "127.0.0.1" in hosts
+
+
+def test_percent_encoded_parameter_names_are_scrubbed():
+    from config.logging import scrub
+
+    secret = "pbx_" + "s" * 43
+    for line in (
+        f"GET /mcp?uid=u1&k%65y={secret} HTTP/1.1",
+        "GET /list?%74=l_linktokenlinktoken&show=deleted HTTP/1.1",
+        "GET /list?%2574=l_linktokenlinktoken HTTP/1.1",
+        "POST /o/token/ c%6Fde=authcodeauthcode&client_%73ecret=shh-secret-value",
+        "GET /x?%6B%45%59=plain-secret-value",
+    ):
+        scrubbed = scrub(line)
+        for value in (secret, "l_linktokenlinktoken", "authcodeauthcode", "shh-secret-value", "plain-secret-value"):
+            assert value not in scrubbed, (line, scrubbed)
+    assert scrub("GET /list?show=deleted&monkey=banana") == "GET /list?show=deleted&monkey=banana"
