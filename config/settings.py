@@ -121,6 +121,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",  # scripts only from our own files, on every response
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -501,3 +501,45 @@ def test_percent_encoded_parameter_names_are_scrubbed():
         for value in (secret, "l_linktokenlinktoken", "authcodeauthcode", "shh-secret-value", "plain-secret-value"):
             assert value not in scrubbed, (line, scrubbed)
     assert scrub("GET /list?show=deleted&monkey=banana") == "GET /list?show=deleted&monkey=banana"
+
+
+def test_every_page_has_a_csp_and_no_inline_script(alice, operator):
+    import re
+
+    from tests.webui.conftest import make_memory
+
+    memory = make_memory(alice)
+    person = Client()
+    person.force_login(alice.user)
+    staff = Client()
+    staff.force_login(operator.user)
+    pages = [
+        (Client(), "/"),
+        (Client(), "/accounts/login/"),
+        (Client(), "/admin/login/"),
+        (Client(), "/api/docs/"),
+        (Client(), f"/list?uid={alice.uid}&key={alice.key}"),
+        (person, "/list"),
+        (person, "/account/"),
+        (person, "/pillbox/"),
+        (person, f"/pillbox/bottles/{memory.bottle.hex}/"),
+        (person, f"/pillbox/prescriptions/{memory.open_rx.hex}/"),
+        (person, f"/pillbox/pills/{memory.pill.hex}/"),
+        (person, "/pillbox/capsules/"),
+        (person, f"/pillbox/capsules/{memory.capsule.hex}/"),
+        (person, "/pillbox/search?q=stripe"),
+        (staff, "/admin/"),
+    ]
+    inline_script = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.I)
+    handler = re.compile(r"<[^>]+\son[a-z]+\s*=", re.I)
+    for client, path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+        html = response.content.decode()
+        assert not inline_script.search(html), (path, inline_script.search(html).group(0))
+        assert not handler.search(html), (path, handler.search(html).group(0))
+    assert "script-src 'self'" in Client().post("/mcp", "{}", content_type="application/json")[
+        "Content-Security-Policy"
+    ]
