@@ -38,10 +38,15 @@ DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``acc
    for *any* path; we mount a chosen subset.
 7. DCR (RFC 7591): one grant type per application (``refresh_token`` is implied); an omitted
    ``token_endpoint_auth_method`` means ``client_secret_basic`` (confidential); it accepts client_credentials,
-   password and implicit and any http redirect URI, and has no rate limit — the registration view filters.
+   password and implicit and any http redirect URI, joins the ``redirect_uris`` array with spaces (one element
+   with a space becomes two URIs), has no rate limit, and its RFC 7592 update checks nothing beyond
+   ``full_clean()``. ``accounts.client_policy`` extends ``Application.clean`` and the registration views check
+   the JSON first (``accounts.oauth_views``).
 8. CIMD: the client_id must start with ``https://`` and ``SafeMetadataFetcher`` refuses http and non-public
    IPs (loopback too), so tests swap ``CIMD_METADATA_FETCHER``; a failed fetch is remembered in the cache for
-   ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s), so clear the cache between tests.
+   ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s), so clear the cache between tests. Resolution is allowed only at
+   the authorization endpoint and counted like a registration (``AuthorizationEndpointCIMDPermission``); DOT
+   would also fetch at the token endpoint, for any ``https://`` client_id, without login.
 9. With ``COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS`` the metadata says ``authorization_response_iss_parameter_
    supported`` and the MCP SDK then *requires* ``iss`` from the callback handler.
 10. With ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE`` the ``token`` column is blank (lookups by SHA-256 checksum):
