@@ -17,14 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
 from accounts.services import KEY_PREFIX, apikey_find
-from accounts.throttle import (  # noqa: F401 - re-exported for the pages that throttle /list guesses
-    auth_failure_limit,
-    client_ip,
-    exhausted,
-    failure,
-    login_limit,
-    too_many,
-)
+from accounts.throttle import auth_failure_limit, exhausted, failure, login_limit, too_many
 from config.mcp.tools import Caller, Credential
 
 # The kind of credential a request carried, as the refusal names it.
