@@ -1,34 +1,36 @@
 """Who is calling an MCP endpoint over HTTP: an API key (Bearer or ?uid=&key=) or an OAuth access token.
 
-Guessing is throttled: failed credentials are counted per client IP in fixed windows (Django's cache), and once
-a client has failed ``AUTH_FAILURE_RATE_LIMIT`` times its requests are answered 429 with ``Retry-After`` until
-the window ends, whatever they carry (answering a right key differently would keep the guessing useful). The
-login forms get the same treatment from ``LoginThrottleMiddleware`` (``LOGIN_RATE_LIMIT``).
+Guessing is throttled without locking anyone out (``accounts.throttle``): the credential is checked first and a
+valid one always passes; only failures are counted, per client address and per presented uid, and once either
+bucket is full further failures answer 429 with ``Retry-After``. The login forms get the same treatment from
+``LoginThrottleMiddleware`` (``LOGIN_RATE_LIMIT``, per address and per username).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
+from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
-from accounts.services import KEY_PREFIX, apikey_authenticate
-from config.mcp.tools import Caller
+from accounts.services import KEY_PREFIX, apikey_find
+from accounts.throttle import auth_failure_limit, exhausted, failure, login_limit, too_many
+from config.mcp.tools import Caller, Credential
+
+# The kind of credential a request carried, as the refusal names it.
+KIND_API_KEY, KIND_OAUTH, KIND_UID_KEY = "API key", "OAuth access token", "uid and key"
 
 
 def protected_resource_metadata_url(request: HttpRequest) -> str:
     return f"{settings.SITE_URL}/.well-known/oauth-protected-resource{request.path.rstrip('/')}"
 
 
-def unauthorized(request: HttpRequest, *, presented: bool) -> HttpResponse:
+def unauthorized(request: HttpRequest, *, presented: bool, kind: str = "") -> HttpResponse:
     """401 with the RFC 9728 challenge; 403 ``insufficient_scope`` when a valid OAuth token lacks the ``mcp`` scope
-    (what ``oauth_token_user`` found is left on ``request.oauth_error``)."""
+    (what ``verify_access_token`` found is left on ``request.oauth_error``)."""
     challenge = f'Bearer resource_metadata="{protected_resource_metadata_url(request)}", scope="mcp"'
     oauth_error = getattr(request, "oauth_error", None)
     status = 401
@@ -40,11 +42,16 @@ def unauthorized(request: HttpRequest, *, presented: bool) -> HttpResponse:
     if oauth_error is not None and oauth_error.description:
         description = oauth_error.description.replace("\\", "").replace('"', "'")
         challenge += f', error_description="{description}"'
-    message = (
-        "The access token does not carry the mcp scope"
-        if status == 403
-        else "Send Authorization: Bearer <key or token>, or ?uid=&key="
-    )
+    if status == 403:
+        message = "The access token does not carry the mcp scope"
+    elif presented:
+        # Telling the client what was recognised and refused saves it from resending the same thing differently.
+        message = (
+            f"The credential was refused: the {kind or 'credential'} sent is unknown, expired or revoked, "
+            "or its user is inactive"
+        )
+    else:
+        message = "Send Authorization: Bearer <key or token>, or ?uid=&key="
     response = HttpResponse(
         json.dumps({"error": "forbidden" if status == 403 else "unauthorized", "message": message}),
         status=status,
@@ -56,113 +63,93 @@ def unauthorized(request: HttpRequest, *, presented: bool) -> HttpResponse:
     return response
 
 
-def oauth_token_user(request: HttpRequest, token: str) -> AbstractBaseUser | None:
-    """The user of a valid OAuth access token issued for this MCP resource (expiry, revocation, scope and
-    audience checked by ``accounts.oauth.verify_access_token``); None otherwise, with the reason left on
-    ``request.oauth_error`` for the challenge."""
+def mcp_caller(request: HttpRequest) -> Caller | HttpResponse:
+    """The caller of an MCP request, or the response refusing it (401/403, or 429 once this address or this
+    uid has failed too often). A valid credential always passes, however many failures came before it."""
+    found = _authenticate(request)
+    if isinstance(found, HttpResponse) and getattr(found, "credentials_rejected", False):
+        identity = request.GET.get("uid") or None
+        if wait := failure(request, kind="auth", limit=auth_failure_limit(), identity=identity):
+            return too_many(wait, f"Too many failed credentials; try again in {wait} seconds.")
+    return found
+
+
+def _oauth_caller(request: HttpRequest, token: str) -> Caller | HttpResponse:
     from accounts.oauth import verify_access_token
 
     check = verify_access_token(request, token)
-    if check.user is None:
+    if check.user is None or check.access_token is None:
         request.oauth_error = check
-    return check.user
-
-
-# --- throttling -------------------------------------------------------------------------------------------
-
-
-def _client_ip(request: HttpRequest) -> str:
-    # REMOTE_ADDR, as accounts.oauth.client_ip: behind a proxy, the proxy must set it (see README, Production).
-    return request.META.get("REMOTE_ADDR") or "unknown"
-
-
-def _window(limit: tuple[int, int]) -> tuple[str, int]:
-    """The current fixed window's start (as a cache-key part) and the seconds until it ends."""
-    _, seconds = limit
-    now = int(time.time())
-    start = now - now % seconds
-    return str(start), start + seconds - now
-
-
-def throttle_wait(request: HttpRequest, *, kind: str, limit: tuple[int, int]) -> int:
-    """Seconds the client must wait before trying ``kind`` again (0: go ahead)."""
-    count, _ = limit
-    if not count:
-        return 0
-    start, remaining = _window(limit)
-    failures = cache.get(f"throttle:{kind}:{_client_ip(request)}:{start}", 0)
-    return max(remaining, 1) if failures >= count else 0
-
-
-def count_failure(request: HttpRequest, *, kind: str, limit: tuple[int, int]) -> None:
-    count, seconds = limit
-    if not count:
-        return
-    start, _ = _window(limit)
-    key = f"throttle:{kind}:{_client_ip(request)}:{start}"
-    if not cache.add(key, 1, timeout=seconds + 5):
-        try:
-            cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=seconds + 5)
-
-
-def too_many(retry_after: int, message: str, *, content_type: str = "application/json") -> HttpResponse:
-    body = json.dumps({"error": "rate_limited", "message": message}) if content_type == "application/json" else message
-    response = HttpResponse(body, status=429, content_type=content_type)
-    response["Retry-After"] = str(retry_after)
-    return response
-
-
-def auth_failure_limit() -> tuple[int, int]:
-    return getattr(settings, "AUTH_FAILURE_RATE_LIMIT", (20, 60))
-
-
-def mcp_caller(request: HttpRequest) -> Caller | HttpResponse:
-    """The caller of an MCP request, or the response refusing it (401/403, or 429 after repeated failures)."""
-    if wait := throttle_wait(request, kind="auth", limit=auth_failure_limit()):
-        return too_many(wait, f"Too many failed credentials from this address; try again in {wait} seconds.")
-    found = _authenticate(request)
-    if isinstance(found, HttpResponse) and getattr(found, "credentials_rejected", False):
-        count_failure(request, kind="auth", limit=auth_failure_limit())
-    return found
+        return unauthorized(request, presented=True, kind=KIND_OAUTH)
+    access_token = check.access_token
+    family = None
+    for refresh in (getattr(access_token, "refresh_token", None), access_token.source_refresh_token):
+        if refresh is not None and refresh.token_family:
+            family = refresh.token_family
+            break
+    credential = Credential(
+        kind="oauth",
+        application_id=access_token.application_id,
+        token_family=str(family) if family else None,
+        access_token_id=access_token.pk,
+    )
+    return Caller(
+        user=check.user, transport="http", workdir=settings.PILLBOX_ROOT, request=request, credential=credential
+    )
 
 
 def _authenticate(request: HttpRequest) -> Caller | HttpResponse:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     token = token.strip()
-    user: AbstractBaseUser | None = None
     presented_key = presented_uid = None
     if scheme.lower() == "bearer" and token:
-        if token.startswith(KEY_PREFIX):
-            user = apikey_authenticate(raw=token)
-        else:
-            user = oauth_token_user(request, token)
-        if user is None:
-            return unauthorized(request, presented=True)
+        if not token.startswith(KEY_PREFIX):
+            return _oauth_caller(request, token)
+        key = apikey_find(raw=token)
+        if key is None:
+            return unauthorized(request, presented=True, kind=KIND_API_KEY)
     else:
-        uid, key = request.GET.get("uid"), request.GET.get("key")
-        if not (uid and key):
-            return unauthorized(request, presented=bool(uid or key or header))
-        user = apikey_authenticate(raw=key, uid=uid)
-        if user is None:
-            return unauthorized(request, presented=True)
-        presented_key, presented_uid = key, uid
+        uid, raw = request.GET.get("uid"), request.GET.get("key")
+        if not (uid and raw):
+            return unauthorized(request, presented=bool(uid or raw or header), kind=KIND_UID_KEY if uid or raw else "")
+        key = apikey_find(raw=raw, uid=uid)
+        if key is None:
+            return unauthorized(request, presented=True, kind=KIND_UID_KEY)
+        presented_key, presented_uid = raw, uid
     return Caller(
-        user=user,
+        user=key.user,
         transport="http",
         workdir=settings.PILLBOX_ROOT,
         request=request,
         presented_key=presented_key,
         presented_uid=presented_uid,
+        credential=Credential(kind="api_key", api_key_id=key.pk),
     )
 
 
+# --- logins ------------------------------------------------------------------------------------------------
+
+DEVICE_COOKIE = "pbx_device"
+DEVICE_SALT = "accounts.login-device"
+DEVICE_MAX_AGE = 180 * 24 * 3600
+
+
+def _known_device(request: HttpRequest, username: str) -> bool:
+    """Whether this browser signed in as ``username`` before (a signed cookie set at that login)."""
+    try:
+        known = signing.loads(request.COOKIES.get(DEVICE_COOKIE, ""), salt=DEVICE_SALT, max_age=DEVICE_MAX_AGE)
+    except signing.BadSignature:
+        return False
+    return isinstance(known, list) and username.lower() in known
+
+
 class LoginThrottleMiddleware:
-    """Failed password logins (the site's and the admin's login forms) per client IP per window: once
-    ``LOGIN_RATE_LIMIT`` is reached, every POST to those forms answers 429 with ``Retry-After`` until the window
-    ends. A failed login is the form coming back (200); a success redirects."""
+    """Failed password logins (the site's and the admin's login forms), counted per client address and per
+    username. Passwords can be guessed, unlike keys, so once either bucket is full a login attempt from a browser
+    that never signed in as that user answers 429 without the password being checked; a browser that did (a signed
+    cookie set at each successful login) is still let through, so a stranger hammering an account cannot lock its
+    owner out of their own browsers. A failed login is the form coming back (200); a success redirects."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -182,14 +169,35 @@ class LoginThrottleMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST" or request.path not in self.login_paths():
             return self.get_response(request)
-        limit = getattr(settings, "LOGIN_RATE_LIMIT", (10, 60))
-        if wait := throttle_wait(request, kind="login", limit=limit):
+        username = str(request.POST.get("username", ""))[:150]
+        limit = login_limit()
+        wait = exhausted(request, kind="login", limit=limit, identity=username or None)
+        if wait and not (username and _known_device(request, username)):
             return too_many(
                 wait,
-                f"Too many failed logins from this address; try again in {wait} seconds.\n",
+                f"Too many failed logins for this account or from this address; try again in {wait} seconds.\n",
                 content_type="text/plain; charset=utf-8",
             )
         response = self.get_response(request)
         if response.status_code == 200:
-            count_failure(request, kind="login", limit=limit)
+            failure(request, kind="login", limit=limit, identity=username or None)
+        elif 300 <= response.status_code < 400 and getattr(request, "user", None) and request.user.is_authenticated:
+            _remember_device(request, response, request.user.get_username())
         return response
+
+
+def _remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
+    try:
+        known = signing.loads(request.COOKIES.get(DEVICE_COOKIE, ""), salt=DEVICE_SALT, max_age=DEVICE_MAX_AGE)
+    except signing.BadSignature:
+        known = []
+    names = [name for name in (known if isinstance(known, list) else []) if isinstance(name, str)]
+    names = ([username.lower()] + [name for name in names if name != username.lower()])[:5]
+    response.set_cookie(
+        DEVICE_COOKIE,
+        signing.dumps(names, salt=DEVICE_SALT),
+        max_age=DEVICE_MAX_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )

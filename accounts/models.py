@@ -48,3 +48,65 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class ListLinkQuerySet(models.QuerySet):
+    def unexpired(self) -> ListLinkQuerySet:
+        from django.utils import timezone
+
+        return self.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+
+class ListLink(models.Model):
+    """A /list link handed out by ``get_list_url``: only its SHA-256 is kept, and it lives no longer than the
+    credential that obtained it (an API key, an OAuth grant's token family, or a local stdio agent)."""
+
+    KIND_API_KEY = "api_key"
+    KIND_OAUTH = "oauth"
+    KIND_STDIO = "stdio"
+    KIND_SESSION = "session"
+    KINDS = [
+        (KIND_API_KEY, "API key"),
+        (KIND_OAUTH, "OAuth application"),
+        (KIND_STDIO, "local agent (stdio)"),
+        (KIND_SESSION, "signed-in session"),
+    ]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="list_links")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    kind = models.CharField(max_length=16, choices=KINDS)
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="list_links")
+    application = models.ForeignKey(
+        "oauth2_provider.Application",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    # The refresh-token family of the grant (rotation keeps it; reuse detection revokes the whole family).
+    token_family = models.UUIDField(null=True, blank=True)
+    # For a grant without refresh tokens: the access token itself (deleted when revoked).
+    access_token_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ListLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "revoked_at", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"/list link of {self.user} via {self.get_kind_display()}"
+
+
+class RedeemedCode(models.Model):
+    """An OAuth authorization code already exchanged, by its SHA-256, with the family of the tokens it bought: a
+    second exchange of the same code (someone else holds it) revokes them (RFC 6749 section 4.1.2)."""
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    token_family = models.UUIDField(null=True, blank=True)
+    access_token_checksum = models.CharField(max_length=64, blank=True)
+    redeemed_at = models.DateTimeField(auto_now_add=True)

@@ -38,10 +38,15 @@ DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``acc
    for *any* path; we mount a chosen subset.
 7. DCR (RFC 7591): one grant type per application (``refresh_token`` is implied); an omitted
    ``token_endpoint_auth_method`` means ``client_secret_basic`` (confidential); it accepts client_credentials,
-   password and implicit and any http redirect URI, and has no rate limit — the registration view filters.
+   password and implicit and any http redirect URI, joins the ``redirect_uris`` array with spaces (one element
+   with a space becomes two URIs), has no rate limit, and its RFC 7592 update checks nothing beyond
+   ``full_clean()``. ``accounts.client_policy`` extends ``Application.clean`` and the registration views check
+   the JSON first (``accounts.oauth_views``).
 8. CIMD: the client_id must start with ``https://`` and ``SafeMetadataFetcher`` refuses http and non-public
    IPs (loopback too), so tests swap ``CIMD_METADATA_FETCHER``; a failed fetch is remembered in the cache for
-   ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s), so clear the cache between tests.
+   ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s), so clear the cache between tests. Resolution is allowed only at
+   the authorization endpoint and counted like a registration (``AuthorizationEndpointCIMDPermission``); DOT
+   would also fetch at the token endpoint, for any ``https://`` client_id, without login.
 9. With ``COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS`` the metadata says ``authorization_response_iss_parameter_
    supported`` and the MCP SDK then *requires* ``iss`` from the callback handler.
 10. With ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE`` the ``token`` column is blank (lookups by SHA-256 checksum):
@@ -52,20 +57,28 @@ DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``acc
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
+
+from accounts.models import RedeemedCode
+from accounts.throttle import client_ip, client_ip_of
 
 MCP_SCOPE = "mcp"
 # URL names of the MCP endpoints (config.urls) and the name each shows on the consent page.
@@ -128,19 +141,89 @@ def check_requested_resources(resources: list[str], request: Any = None) -> None
             )
 
 
+def code_hash(code: str) -> str:
+    return hashlib.sha256(str(code).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class McpOAuth2Validator(OAuth2Validator):
-    """DOT's validator, with every grant and token bound to our MCP resources (RFC 8707)."""
+    """DOT's validator, with every grant and token bound to our MCP resources (RFC 8707), authorization codes
+    stored as SHA-256 hashes like tokens (every method that looks a grant up by its code hashes the code first),
+    and a replayed code revoking what it bought."""
 
     def _create_authorization_code(self, request, code, expires=None):
         # The consent form carries `resource` in a hidden field: re-check what is about to be stored on the grant.
         check_requested_resources(list(getattr(request, "resource", None) or []), request)
-        return super()._create_authorization_code(request, code, expires)
+        # A copy: oauthlib sends the caller the dict it passed in, which must keep the code itself.
+        return super()._create_authorization_code(request, {**code, "code": code_hash(code["code"])}, expires)
 
     def _check_and_set_request_resource(self, request):
         # DOT narrows/inherits `resource` from the grant or refresh token; when neither had one it takes the
         # token request's value as is. Whatever comes out must be non-empty and ours.
-        super()._check_and_set_request_resource(request)
+        raw_code = getattr(request, "code", None)
+        if raw_code:
+            request.code = code_hash(raw_code)  # DOT reads the grant by request.code here
+        try:
+            super()._check_and_set_request_resource(request)
+        finally:
+            if raw_code:
+                request.code = raw_code
         check_requested_resources(list(request.resource or []), request)
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+        return super().confirm_redirect_uri(client_id, code_hash(code), redirect_uri, client, *args, **kwargs)
+
+    def get_code_challenge(self, code, request):
+        return super().get_code_challenge(code_hash(code), request)
+
+    def get_code_challenge_method(self, code, request):
+        return super().get_code_challenge_method(code_hash(code), request)
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_scopes(client_id, code_hash(code), redirect_uri, request)
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_nonce(client_id, code_hash(code), redirect_uri, request)
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        if super().validate_code(client_id, code_hash(code), client, request, *args, **kwargs):
+            return True
+        _revoke_what_a_code_bought(code_hash(code))
+        return False
+
+    def save_bearer_token(self, token, request, *args, **kwargs):
+        result = super().save_bearer_token(token, request, *args, **kwargs)
+        if getattr(request, "grant_type", None) == "authorization_code" and token.get("access_token"):
+            request.issued_from_code = (token.get("access_token"), token.get("refresh_token"))
+        return result
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        super().invalidate_authorization_code(client_id, code_hash(code), request, *args, **kwargs)
+        access, refresh = getattr(request, "issued_from_code", (None, None))
+        family = None
+        if refresh:
+            family = (
+                get_refresh_token_model()
+                .objects.filter(token_checksum=code_hash(refresh))
+                .values_list("token_family", flat=True)
+                .first()
+            )
+        RedeemedCode.objects.create(
+            code_hash=code_hash(code), token_family=family, access_token_checksum=code_hash(access) if access else ""
+        )
+        # Codes live a minute: a day of redeemed ones is plenty to catch a replay.
+        RedeemedCode.objects.filter(redeemed_at__lt=timezone.now() - timedelta(days=1)).delete()
+
+
+def _revoke_what_a_code_bought(hashed: str) -> None:
+    """A code exchanged before is being exchanged again: whoever holds it is not (only) the client it was issued
+    to, so the tokens it bought are revoked (their refresh-token family, and the access token)."""
+    redeemed = RedeemedCode.objects.filter(code_hash=hashed).first()
+    if redeemed is None:
+        return
+    if redeemed.token_family:
+        get_refresh_token_model().revoke_family(redeemed.token_family)
+    if redeemed.access_token_checksum:
+        get_access_token_model().objects.filter(token_checksum=redeemed.access_token_checksum).delete()
 
 
 # --- the bearer check at the MCP endpoints -------------------------------------------------------------------
@@ -151,6 +234,7 @@ class TokenCheck:
     user: AbstractBaseUser | None
     error: str = "invalid_token"
     description: str = ""
+    access_token: Any = None
 
 
 def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
@@ -180,20 +264,19 @@ def verify_access_token(request: HttpRequest, token: str) -> TokenCheck:
     user = access_token.user
     if user is None or not user.is_active:
         return TokenCheck(None, description="The access token has no active user.")
-    return TokenCheck(user)
+    return TokenCheck(user, access_token=access_token)
 
 
 # --- dynamic client registration: rate limit -------------------------------------------------------------------
 
 
-def client_ip(request: HttpRequest) -> str:
-    """The caller's IP as Django sees it (REMOTE_ADDR). Behind a proxy, the proxy must set REMOTE_ADDR (e.g.
-    gunicorn --forwarded-allow-ips / uvicorn --proxy-headers); otherwise all clients share one bucket."""
-    return request.META.get("REMOTE_ADDR") or "unknown"
-
-
 def registration_rate_limited(request: HttpRequest) -> int:
-    """Count one registration for the caller's IP; return 0 if allowed, else seconds until the window ends.
+    """Count one registration for the caller's IP; return 0 if allowed, else seconds until the window ends."""
+    return _count_registration(client_ip(request))
+
+
+def _count_registration(address: str) -> int:
+    """Count one registration (dynamic, or a client ID metadata document's first sight) for ``address``.
 
     Fixed window of ``OAUTH_DCR_RATE_LIMIT = (count, seconds)`` per IP, in the default cache (locmem per process
     by default, so with several worker processes the effective limit is count x workers; configure a shared
@@ -203,7 +286,7 @@ def registration_rate_limited(request: HttpRequest) -> int:
         return 0
     now = int(time.time())
     start = now - now % window
-    key = f"oauth:dcr:{client_ip(request)}:{start}"
+    key = f"oauth:dcr:{address}:{start}"
     if cache.add(key, 1, timeout=window + 5):
         count = 1
     else:
@@ -213,6 +296,21 @@ def registration_rate_limited(request: HttpRequest) -> int:
             cache.add(key, 1, timeout=window + 5)
             count = 1
     return 0 if count <= limit else max(1, start + window - now)
+
+
+class AuthorizationEndpointCIMDPermission:
+    """Client ID metadata documents are fetched only at the authorization endpoint (where a person is signed in
+    and will see the consent page), never at the token endpoint, and each first sight counts against the
+    caller's registration budget (``OAUTH_DCR_RATE_LIMIT``): fetching URLs on anyone's say-so is registration."""
+
+    def has_permission(self, request: Any, client_id: str) -> bool:
+        try:
+            at_authorize = urlsplit(request.uri).path == reverse("oauth2_provider:authorize")
+        except (NoReverseMatch, ValueError):
+            return False
+        if not at_authorize:
+            return False
+        return not _count_registration(client_ip_of(request.headers or {}))
 
 
 # --- CORS -------------------------------------------------------------------------------------------------------

@@ -26,8 +26,10 @@ from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
+from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from accounts.client_policy import metadata_problem
 from accounts.oauth import (
     MCP_RESOURCES,
     MCP_SCOPE,
@@ -37,8 +39,7 @@ from accounts.oauth import (
     resource_allowed,
     site_url,
 )
-
-LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+from config.jsonbody import BodyNotJson, parse_json
 
 
 class AuthorizationServerMetadataView(dot.OAuthServerMetadataView):
@@ -101,6 +102,16 @@ class McpAuthorizationView(dot.AuthorizationView):
         )
         return self.error_response(error, application)
 
+    def error_response(self, error, application, **kwargs):
+        """Errors found before the person answered the consent page are shown here, never redirected: a redirect
+        would make this endpoint an open redirector to any registered URI (RFC 9700 section 4.11.2). After consent
+        (the form POST), the client and its redirect URI are known good and the answer goes back to it."""
+        if self.request.method != "GET":
+            return super().error_response(error, application, **kwargs)
+        _redirect, data = OAuthLibMixin.error_response(self, error, **kwargs)
+        data.pop("url", None)
+        return self.render_to_response(data, status=data["error"].status_code or 400)
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         known = mcp_resources()
@@ -115,44 +126,70 @@ class McpAuthorizationView(dot.AuthorizationView):
         return context
 
 
-def _redirect_uri_problem(uri: str) -> str | None:
-    parts = urlsplit(uri)
-    if parts.fragment:
-        return f"redirect URI {uri!r} must not have a fragment"
-    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-        return f"redirect URI {uri!r}: http is only allowed for loopback hosts (127.0.0.1, ::1, localhost)"
+def _rate_limited(request: HttpRequest) -> HttpResponse | None:
+    if retry_after := registration_rate_limited(request):
+        response = JsonResponse(
+            {"error": "rate_limited", "error_description": "Too many client registrations from this address."},
+            status=429,
+        )
+        response["Retry-After"] = str(retry_after)
+        return response
     return None
+
+
+def _read_metadata(request: HttpRequest) -> dict | HttpResponse:
+    """The client metadata of a registration or update, or the 400 refusing it (not JSON, too deep, or against
+    the client policy). DOT's views parse the body again: by then it is known to parse."""
+    try:
+        data = parse_json(request.body)
+    except BodyNotJson as error:
+        return _metadata_error(str(error))
+    if problem := metadata_problem(data):
+        return _metadata_error(problem)
+    return data
+
+
+def _describe(response: HttpResponse, data: dict) -> HttpResponse:
+    """DOT's answer, completed as RFC 7591 section 3.2.1 asks: when a secret was issued, ``client_secret_expires_at``
+    (0: it does not expire), and the ``token_endpoint_auth_method`` the client asked for when it is
+    ``client_secret_post`` (the token endpoint accepts a confidential client's secret in the body or in Basic)."""
+    if response.status_code not in (200, 201) or response.get("Content-Type") != "application/json":
+        return response
+    body = json.loads(response.content)
+    if "client_secret" in body:
+        body["client_secret_expires_at"] = 0
+    asked = data.get("token_endpoint_auth_method")
+    if asked == "client_secret_post" and body.get("token_endpoint_auth_method") == "client_secret_basic":
+        body["token_endpoint_auth_method"] = "client_secret_post"
+    return JsonResponse(body, status=response.status_code)
 
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RegistrationView(dot.DynamicClientRegistrationView):
-    """RFC 7591 registration, open to anonymous MCP clients, rate limited per IP, for the authorization-code
-    grant only (with refresh tokens), http redirect URIs only on loopback."""
+    """RFC 7591 registration, open to anonymous MCP clients, rate limited per IP, held to the client policy
+    (``accounts.client_policy``: authorization code only, https or loopback http redirect URIs)."""
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        retry_after = registration_rate_limited(request)
-        if retry_after:
-            response = JsonResponse(
-                {"error": "rate_limited", "error_description": "Too many client registrations from this address."},
-                status=429,
-            )
-            response["Retry-After"] = str(retry_after)
-            return response
-        try:
-            data = json.loads(request.body)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            grant_types = data.get("grant_types", ["authorization_code"])
-            if isinstance(grant_types, list) and set(grant_types) - {"authorization_code", "refresh_token"}:
-                return _metadata_error("grant_types: only authorization_code (and refresh_token) are supported")
-            response_types = data.get("response_types", ["code"])
-            if isinstance(response_types, list) and set(response_types) - {"code"}:
-                return _metadata_error("response_types: only code is supported")
-            for uri in data.get("redirect_uris") or []:
-                if isinstance(uri, str) and (problem := _redirect_uri_problem(uri)):
-                    return _metadata_error(problem)
-        return super().post(request, *args, **kwargs)
+        if limited := _rate_limited(request):
+            return limited
+        data = _read_metadata(request)
+        if isinstance(data, HttpResponse):
+            return data
+        return _describe(super().post(request, *args, **kwargs), data)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RegistrationManagementView(dot.DynamicClientRegistrationManagementView):
+    """RFC 7592 read, update and delete with the registration access token. An update is held to the same policy
+    as a registration (DOT's own update checked nothing of it) and rate limited like registrations."""
+
+    def put(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if limited := _rate_limited(request):
+            return limited
+        data = _read_metadata(request)
+        if isinstance(data, HttpResponse):
+            return data
+        return _describe(super().put(request, *args, **kwargs), data)
 
 
 def _metadata_error(description: str) -> JsonResponse:
@@ -196,7 +233,7 @@ oauth_urlpatterns = [
     path("o/register/", RegistrationView.as_view(), name="dcr-register"),
     path(
         "o/register/<str:client_id>/",
-        dot.DynamicClientRegistrationManagementView.as_view(),
+        RegistrationManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

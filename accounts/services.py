@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from accounts.models import Account, ApiKey
+from accounts.models import Account, ApiKey, ListLink
 
 KEY_PREFIX = "pbx_"
 # Writing last_used_at on every request would make every read a write; once a minute is enough to show.
@@ -53,6 +53,12 @@ def apikey_create(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiKey, st
 
 def apikey_authenticate(*, raw: str, uid: str | None = None) -> AbstractBaseUser | None:
     """The user a live key belongs to (and, with ``uid``, only if the uid is theirs), else None."""
+    key = apikey_find(raw=raw, uid=uid)
+    return key.user if key is not None else None
+
+
+def apikey_find(*, raw: str, uid: str | None = None) -> ApiKey | None:
+    """The live key ``raw`` is, of an active user (and, with ``uid``, only if the uid is theirs), else None."""
     if not raw or len(raw) > 200:
         return None
     digest = hash_key(raw)
@@ -64,14 +70,16 @@ def apikey_authenticate(*, raw: str, uid: str | None = None) -> AbstractBaseUser
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-    return key.user
+    return key
 
 
 def apikey_revoke(*, user: AbstractBaseUser, key_id: int) -> bool:
     with transaction.atomic():
-        changed = ApiKey.objects.alive().filter(user=user, pk=key_id).update(revoked_at=timezone.now())
+        now = timezone.now()
+        changed = ApiKey.objects.alive().filter(user=user, pk=key_id).update(revoked_at=now)
         if changed:
             Account.objects.filter(user=user).update(link_epoch=F("link_epoch") + 1)
+            ListLink.objects.filter(api_key_id=key_id, revoked_at__isnull=True).update(revoked_at=now)
     return bool(changed)
 
 
@@ -79,6 +87,9 @@ def keys_revoke_all(*, user: AbstractBaseUser) -> int:
     """Revoke every key of the user, and with them every /list link handed out for the user."""
     with transaction.atomic():
         account_for(user)
-        count = ApiKey.objects.alive().filter(user=user).update(revoked_at=timezone.now())
+        now = timezone.now()
+        count = ApiKey.objects.alive().filter(user=user).update(revoked_at=now)
         Account.objects.filter(user=user).update(link_epoch=F("link_epoch") + 1)
+        # Every link, whatever obtained it: this is the "lock everything agents were given" command.
+        ListLink.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=now)
     return count

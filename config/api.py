@@ -21,16 +21,16 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema_field
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions, serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.auth import mcp_caller
+from config.jsonbody import SafeJSONParser
 from config.mcp.tools import Caller
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
@@ -59,7 +59,8 @@ class KeyAuthentication(BaseAuthentication):
                 refusal.wait = int(found["Retry-After"])
                 raise refusal
             raw.api_credentials_rejected = True
-            raise exceptions.AuthenticationFailed("The API key or token is not valid, or it has been revoked")
+            # The refusal names what was recognised (API key, OAuth token, uid and key) and that it was refused.
+            raise exceptions.AuthenticationFailed(json.loads(found.content)["message"])
         return found.user, found
 
     def authenticate_header(self, request: Request) -> str:
@@ -281,7 +282,7 @@ class ApiView(APIView):
 
     authentication_classes = [KeyAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
 
 @extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{12}$", "example": "019e1d521a89"})
@@ -310,7 +311,8 @@ def not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves Swagger UI's init script as a file (no inline script: the CSP allows none).
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("todos/", include("todos.api")),
     path("pillbox/", include("pillbox.api")),
     re_path(r"^(?P<unmatched>.*)$", not_found),

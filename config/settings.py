@@ -69,7 +69,7 @@ def _site_url() -> str:
 
 
 SITE_URL = _site_url().rstrip("/")
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 _site_host = urlsplit(SITE_URL).hostname
 if _site_host and _site_host not in ALLOWED_HOSTS and "*" not in ALLOWED_HOSTS:
     ALLOWED_HOSTS.append(_site_host)
@@ -134,6 +134,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",  # scripts only from our own files, on every response
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -186,8 +187,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-# Behind a reverse proxy (see README "Production"): trust its headers only when told to.
-if env_bool("TRUST_PROXY_HEADERS", False):
+# Behind a reverse proxy (see README "Production"): trust its headers only when told to. The client address for
+# throttling is then the X-Forwarded-For entry TRUSTED_PROXY_HOPS from the right (one per proxy in front).
+TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
+TRUSTED_PROXY_HOPS = int(os.environ.get("TRUSTED_PROXY_HOPS") or 1)
+if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 _site_is_https = SITE_URL.startswith("https://")
@@ -242,6 +246,8 @@ OAUTH2_PROVIDER = {
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": True,
+    # Documents are fetched only at the authorization endpoint, rate limited like registration.
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": ("accounts.oauth.AuthorizationEndpointCIMDPermission",),
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Pillbox & Todos MCP",
 }
 # Client registrations per IP per window (count, seconds), counted in the default cache.
@@ -250,6 +256,8 @@ OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
 # at the MCP endpoints (accounts.auth.mcp_caller), and passwords at the login forms (LoginThrottleMiddleware).
 AUTH_FAILURE_RATE_LIMIT = (int(os.environ.get("AUTH_FAILURE_RATE_LIMIT") or 20), 60)
 LOGIN_RATE_LIMIT = (int(os.environ.get("LOGIN_RATE_LIMIT") or 10), 60)
+# How long a /list link from get_list_url lives at most (it dies sooner with the credential that obtained it).
+LIST_LINK_MAX_AGE_DAYS = float(os.environ.get("LIST_LINK_MAX_AGE_DAYS") or 30)
 # W008 warns that http redirect URIs are allowed: they are, for loopback only (see ALLOWED_REDIRECT_URI_SCHEMES).
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
@@ -257,7 +265,7 @@ REST_FRAMEWORK = {
     # The API's own views (config.api.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.jsonbody.SafeJSONParser"],  # 400, not a RecursionError, for deep JSON
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

@@ -1,56 +1,124 @@
 """Who may open a /list page: the link ``get_list_url`` hands out, or the seed's ``?uid=&key=``.
 
-A caller that presented its key in the URL gets that same form back (it already holds the key). Everyone
-else gets a signed link naming the user's uid and ``link_epoch``: it reveals no key, a changed character
-breaks the signature, and revoking the user's keys bumps the epoch, which kills every link made before.
+A caller that presented its key in the URL gets that same form back (it already holds the key), which dies with
+the key. Everyone else gets a random link whose hash is kept as an ``accounts.ListLink`` tied to the credential
+that asked for it: the API key, the OAuth grant (its refresh-token family, which rotation keeps and reuse
+detection revokes), or the local stdio agent. A link opens the list only while it is unexpired
+(``LIST_LINK_MAX_AGE_DAYS``), not revoked on the account page, and its credential is still alive.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core import signing
+from django.utils import timezone
 
-from accounts.models import Account
+from accounts.models import ListLink
 from accounts.services import account_for, apikey_authenticate
+from config.mcp.tools import Credential
 
-LINK_SALT = "todos.list-link"
 LIST_PATH = "/list"
+LINK_PREFIX = "l_"
+# Writing last_used_at on every page view would make every read a write; once a minute is enough to show.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def _signer() -> signing.Signer:
-    # No timestamp: a link lives until the user's keys are revoked, so the same user gets the same link.
-    return signing.Signer(salt=LINK_SALT)
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def list_url(*, user: AbstractBaseUser, presented_uid: str | None = None, presented_key: str | None = None) -> str:
-    account_for(user)
-    # Read afresh: a stdio process keeps its user for hours, and revokekeys may have bumped the epoch since.
-    account = Account.objects.get(user=user)
+def link_max_age() -> timedelta:
+    return timedelta(days=float(getattr(settings, "LIST_LINK_MAX_AGE_DAYS", 30)))
+
+
+def list_url(
+    *,
+    user: AbstractBaseUser,
+    credential: Credential | None = None,
+    presented_uid: str | None = None,
+    presented_key: str | None = None,
+) -> str:
+    """A /list URL for ``user``, as the caller holding ``credential`` may have it (``None``: a local agent)."""
+    account = account_for(user)
     if presented_key and presented_uid == account.uid:
         query = {"uid": account.uid, "key": presented_key}
     else:
-        query = {"t": _signer().sign_object([account.uid, account.link_epoch])}
+        query = {"t": link_create(user=user, credential=credential or Credential(kind="stdio"))}
     return f"{settings.SITE_URL}{LIST_PATH}?{urlencode(query)}"
 
 
+def link_create(*, user: AbstractBaseUser, credential: Credential) -> str:
+    token = LINK_PREFIX + secrets.token_urlsafe(32)
+    now = timezone.now()
+    ListLink.objects.create(
+        user=user,
+        token_hash=_hash(token),
+        kind=credential.kind,
+        api_key_id=credential.api_key_id,
+        application_id=credential.application_id,
+        token_family=credential.token_family,
+        access_token_id=credential.access_token_id,
+        expires_at=now + link_max_age(),
+    )
+    # Dead links are kept a while for the account page's sake, not forever.
+    ListLink.objects.filter(user=user, expires_at__lt=now - timedelta(days=7)).delete()
+    return token
+
+
+def credential_alive(link: ListLink) -> bool:
+    """Whether the credential that obtained ``link`` still holds access."""
+    if link.kind == ListLink.KIND_API_KEY:
+        return link.api_key is not None and link.api_key.revoked_at is None
+    if link.kind == ListLink.KIND_OAUTH:
+        from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+        from oauth2_provider.settings import oauth2_settings
+
+        now = timezone.now()
+        if link.token_family:
+            oldest = now - timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+            return get_refresh_token_model().objects.filter(
+                token_family=link.token_family,
+                user_id=link.user_id,
+                application_id=link.application_id,
+                revoked__isnull=True,
+                created__gt=oldest,
+            ).exists()
+        return get_access_token_model().objects.filter(
+            pk=link.access_token_id, user_id=link.user_id, expires__gt=now
+        ).exists()
+    return link.kind in (ListLink.KIND_STDIO, ListLink.KIND_SESSION)
+
+
+def live_links(*, user: AbstractBaseUser) -> list[ListLink]:
+    links = ListLink.objects.unexpired().filter(user=user).select_related("api_key", "application")
+    return [link for link in links if credential_alive(link)]
+
+
+def link_revoke(*, user: AbstractBaseUser, link_id: int) -> bool:
+    return bool(ListLink.objects.unexpired().filter(user=user, pk=link_id).update(revoked_at=timezone.now()))
+
+
 def list_link_user(token: str) -> AbstractBaseUser | None:
-    """The user a signed /list link opens, or None for a tampered, foreign or revoked link."""
-    if len(token) > 500:
+    """The user a /list link opens, or None for an unknown, expired, revoked or orphaned link."""
+    if not token or len(token) > 200:
         return None
-    try:
-        payload = _signer().unsign_object(token)
-    except signing.BadSignature:
+    link = (
+        ListLink.objects.unexpired()
+        .select_related("user", "api_key")
+        .filter(token_hash=_hash(token))
+        .first()
+    )
+    if link is None or not link.user.is_active or not credential_alive(link):
         return None
-    if not (isinstance(payload, list) and len(payload) == 2):
-        return None
-    uid, epoch = payload
-    account = Account.objects.select_related("user").filter(uid=uid, link_epoch=epoch).first()
-    if account is None or not account.user.is_active:
-        return None
-    return account.user
+    now = timezone.now()
+    if link.last_used_at is None or now - link.last_used_at > LAST_USED_RESOLUTION:
+        ListLink.objects.filter(pk=link.pk).update(last_used_at=now)
+    return link.user
 
 
 def list_key_user(*, uid: str, key: str) -> AbstractBaseUser | None:

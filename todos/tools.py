@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.services import account_for
 from config.mcp.arguments import Problem, read_arguments
-from config.mcp.tools import Caller, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
+from config.mcp.tools import Caller, Credential, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
 from todos import rules, selectors, services
 from todos.access import list_url
 from todos.exceptions import TodoError
@@ -335,7 +335,12 @@ def get_list_usage(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def get_list_url(caller: Caller, arguments: Arguments) -> ToolReply:
     fail_on(read(NO_INPUT, arguments)[1])
-    url = list_url(user=caller.user, presented_uid=caller.presented_uid, presented_key=caller.presented_key)
+    url = list_url(
+        user=caller.user,
+        credential=caller.credential or Credential(kind="stdio" if caller.transport == "stdio" else "session"),
+        presented_uid=caller.presented_uid,
+        presented_key=caller.presented_key,
+    )
     return ToolReply(url, structured={"url": url})
 
 

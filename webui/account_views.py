@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import ApiKey
 from accounts.services import account_for, apikey_create, apikey_revoke
+from todos.access import link_revoke, live_links
 from webui.forms import KeyForm
 from webui.oauth_grants import authorisation_revoke, authorisations
 
@@ -20,6 +21,7 @@ def _account_context(request: HttpRequest, **extra: object) -> dict[str, object]
         "account": account_for(request.user),
         "keys": ApiKey.objects.filter(user=request.user).order_by("revoked_at", "-created_at"),
         "apps": authorisations(user=request.user),
+        "links": live_links(user=request.user),
         "key_form": KeyForm(),
         **extra,
     }
@@ -62,4 +64,13 @@ def app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
     if not authorisation_revoke(user=request.user, application_id=application_id):
         raise Http404("That application holds no access to your account.")
     messages.success(request, "Access revoked: that application must ask you again to connect.")
+    return HttpResponseRedirect(reverse("account"), status=303)
+
+
+@login_required
+@require_POST
+def link_revoke_view(request: HttpRequest, link_id: int) -> HttpResponse:
+    if not link_revoke(user=request.user, link_id=link_id):
+        raise Http404("No such live link.")
+    messages.success(request, "Link revoked: it no longer opens your list.")
     return HttpResponseRedirect(reverse("account"), status=303)

@@ -16,6 +16,8 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from accounts.models import ListLink
+
 
 @dataclass(frozen=True)
 class Authorisation:
@@ -53,4 +55,7 @@ def authorisation_revoke(*, user: AbstractBaseUser, application_id: int) -> bool
             token.revoke()  # revokes its access token too
         access, _ = AccessToken.objects.filter(mine).delete()
         grants, _ = Grant.objects.filter(mine).delete()
+        # The links it was given die with it (they would anyway, their token family being revoked; this also
+        # covers links obtained with access tokens that had no refresh token).
+        ListLink.objects.filter(mine, revoked_at__isnull=True).update(revoked_at=timezone.now())
     return bool(refresh_tokens or access or grants)

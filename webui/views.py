@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from accounts.auth import auth_failure_limit, count_failure, throttle_wait, too_many
+from accounts.throttle import auth_failure_limit, failure, too_many
 from todos import services
 from todos.access import list_key_user, list_link_user
 from todos.exceptions import TodoError
@@ -30,6 +30,9 @@ from webui.todo_tree import todo_tree
 
 LIST_VERBS = ("add", "edit", "complete", "reopen", "delete", "restore", "purge")
 NEXT_SHOWN = 5
+# Actions that lose data for good: only a person signed in may take them, never a page opened by a link or key
+# (an agent holding the key or link could otherwise do through the page what the API refuses it).
+PEOPLE_ONLY_VERBS = frozenset({"purge"})
 PARTIAL_HEADER = "X-Requested-With"
 PARTIAL_VALUE = "fetch"
 
@@ -53,17 +56,15 @@ def _list_access(request: HttpRequest, params: QueryDict) -> ListAccess | None |
     """
     token, uid, key = params.get("t"), params.get("uid"), params.get("key")
     if token is not None or uid is not None or key is not None:
-        # Guessing links or keys here counts against the same per-address budget as the MCP endpoints.
-        if wait := throttle_wait(request, kind="auth", limit=auth_failure_limit()):
-            return too_many(wait, f"Too many failed links or keys from this address; try again in {wait} seconds.",
-                            content_type="text/plain")
         if token is not None:
             access = ListAccess(user, {"t": token}) if (user := list_link_user(token)) else None
         else:
             user = list_key_user(uid=uid, key=key) if uid and key else None
             access = ListAccess(user, {"uid": uid, "key": key}) if user else None
-        if access is None:
-            count_failure(request, kind="auth", limit=auth_failure_limit())
+        # A good link or key always opens the list; guesses count against the same budget as the MCP endpoints.
+        if access is None and (wait := failure(request, kind="auth", limit=auth_failure_limit(), identity=uid)):
+            return too_many(wait, f"Too many failed links or keys; try again in {wait} seconds.",
+                            content_type="text/plain")
         return access
     if request.user.is_authenticated:
         return ListAccess(request.user)
@@ -112,6 +113,8 @@ def _list_context(
         "usage": todo_usage(owner=access.owner),
         "now": timezone.now(),
         "credentials": access.credentials,
+        # Purging is for people: a page opened by a link or key offers none.
+        "can_purge": not access.credentials,
         "add_form": add_form or TodoForm(),
         "parents": pending,
         "error": error,
@@ -206,6 +209,8 @@ def todo_action(request: HttpRequest, verb: str) -> HttpResponse:
         return access
     if access is None:
         return _denied(request)
+    if verb in PEOPLE_ONLY_VERBS and (access.credentials or not request.user.is_authenticated):
+        return _private(render(request, "webui/list_denied.html", {"people_only": True}, status=403))
     show_deleted = request.POST.get("show") == "deleted"
     partial = request.headers.get(PARTIAL_HEADER) == PARTIAL_VALUE
     error, form = "", None

@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Credential:
+    """What authenticated a caller, so that anything handed out to it (a /list link) dies with it."""
+
+    kind: Literal["api_key", "oauth", "stdio", "session"]
+    api_key_id: int | None = None
+    application_id: int | None = None
+    token_family: str | None = None
+    access_token_id: int | None = None
+
+
+@dataclass(frozen=True)
 class Caller:
     """The authenticated user behind one MCP request, and where their agent works.
 
@@ -31,6 +42,7 @@ class Caller:
     request: HttpRequest | None = None
     presented_key: str | None = None
     presented_uid: str | None = None
+    credential: Credential | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 from asgiref.sync import sync_to_async
-from django.core import signing
 from django.core.management import call_command
 
 from accounts.models import Account
@@ -139,11 +138,10 @@ def test_list_url_for_a_bearer_caller_is_signed_opens_the_list_and_dies_on_revok
     assert page.headers["Referrer-Policy"] == "strict-origin"
 
     token = parse_qs(urlsplit(url).query)["t"][0]
-    payload, _, signature = token.rpartition(":")
-    flipped = signature[:5] + ("A" if signature[5] != "A" else "B") + signature[6:]
-    assert json.loads(signing.b64_decode(payload.encode())) == [alice.uid, 0]
-    bobs = signing.b64_encode(json.dumps([bob.uid, 0], separators=(",", ":")).encode()).decode()
-    for forged in (f"{payload}:{flipped}", f"{bobs}:{signature}", token + "x"):
+    # A random token: nothing in it names alice, and a changed character opens nothing.
+    assert alice.uid not in token and len(token) >= 40
+    flipped = token[:10] + ("A" if token[10] != "A" else "B") + token[11:]
+    for forged in (flipped, token + "x", token[:-1]):
         response = httpx2.get(f"{site}/list", params={"t": forged})
         assert response.status_code == 403 and "oat milk" not in response.text
     assert httpx2.get(f"{site}/list?t=").status_code == 403

@@ -28,8 +28,9 @@ def _link(person) -> str:
     return list_url(user=person.user).removeprefix("http://127.0.0.1:8000")
 
 
-def _token(person) -> str:
-    return parse_qs(urlsplit(_link(person)).query)["t"][0]
+def _token(person, link: str | None = None) -> str:
+    """The token of ``link``, or of a new link (every get_list_url call makes its own)."""
+    return parse_qs(urlsplit(link or _link(person)).query)["t"][0]
 
 
 def _put(person, key: str, name: str, **fields) -> Todo:
@@ -42,10 +43,11 @@ def _hidden(html: str, name: str) -> set[str]:
 
 def test_list_page_opened_by_link_posts_the_link_back_and_never_a_key(alice):
     _put(alice, "a", "Alice's plan")
-    page = Client().get(_link(alice))
+    link = _link(alice)
+    page = Client().get(link)
     html = page.content.decode()
     assert page.status_code == 200
-    assert _hidden(html, "t") == {_token(alice)}
+    assert _hidden(html, "t") == {_token(alice, link)}
     assert alice.key not in html and 'name="key"' not in html and 'name="uid"' not in html
     assert page["Referrer-Policy"] == "strict-origin" and "no-store" in page["Cache-Control"]
 
@@ -129,13 +131,20 @@ def test_list_actions_work_without_javascript_and_redirect_back_with_the_link(al
 
     client.post("/list/delete", {"t": token, "id": "pour-it"})
     assert "Pour it" in client.get(_link(alice) + "&show=deleted").content.decode()
-    client.post("/list/purge", {"t": token, "id": "pour-it"})
+    # Purging is for people signed in, never for the holder of a link.
+    assert client.post("/list/purge", {"t": token, "id": "pour-it"}).status_code == 403
+    assert Todo.objects.filter(owner=alice.user, key="pour-it").exists()
+    person = Client()
+    person.force_login(alice.user)
+    person.post("/list/purge", {"id": "pour-it"})
     assert not Todo.objects.filter(owner=alice.user, key="pour-it").exists()
 
 
 def test_list_purge_only_takes_deleted_todos(alice):
     _put(alice, "live", "Still wanted")
-    response = Client().post("/list/purge", {"t": _token(alice), "id": "live"})
+    person = Client()
+    person.force_login(alice.user)
+    response = person.post("/list/purge", {"id": "live"})
     assert response.status_code == 400 and "Todo not found" in response.content.decode()
     assert Todo.objects.filter(owner=alice.user, key="live").exists()
 

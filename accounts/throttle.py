@@ -1,0 +1,107 @@
+"""Throttling that slows guessing without letting a stranger lock anyone out.
+
+The rules: a valid credential always passes; only failures are counted; each failure counts against the
+client's address *and* against the identity it named (a uid or a username), in fixed windows kept in Django's
+cache with atomic ``add``/``incr`` and an expiry (so the same code is global when the cache is shared, per
+process otherwise). Once a bucket is full, further *failures* answer 429 with ``Retry-After`` instead of
+401/403. The client's address is ``REMOTE_ADDR``, or, only when ``TRUST_PROXY_HEADERS`` is on, the entry of
+``X-Forwarded-For`` that the configured number of trusted proxies (``TRUSTED_PROXY_HOPS``) put there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The caller's address. Behind ``TRUSTED_PROXY_HOPS`` proxies, each appends the address it saw to
+    ``X-Forwarded-For``: the client is that many entries from the right (anything further left is whatever the
+    client sent, and is never believed)."""
+    return client_ip_of(request.META)
+
+
+def client_ip_of(meta: Mapping[str, Any]) -> str:
+    """``client_ip`` from a WSGI environ (oauthlib's requests carry Django's ``META`` as their headers)."""
+    remote = str(meta.get("REMOTE_ADDR") or "unknown")
+    if not getattr(settings, "TRUST_PROXY_HEADERS", False):
+        return remote
+    hops = max(1, int(getattr(settings, "TRUSTED_PROXY_HOPS", 1)))
+    forwarded = [part.strip() for part in str(meta.get("HTTP_X_FORWARDED_FOR", "")).split(",") if part.strip()]
+    if len(forwarded) < hops:
+        return remote
+    candidate = forwarded[-hops]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return remote
+
+
+def _window(seconds: int) -> tuple[int, int]:
+    now = int(time.time())
+    start = now - now % seconds
+    return start, start + seconds - now
+
+
+def _bucket_keys(request: HttpRequest, kind: str, identity: str | None, start: int) -> list[str]:
+    keys = [f"throttle:{kind}:ip:{client_ip(request)}:{start}"]
+    if identity:
+        # Hashed: identities are client-chosen text and cache keys have length and character limits.
+        digest = hashlib.sha256(identity.strip().lower().encode("utf-8", "replace")).hexdigest()[:32]
+        keys.append(f"throttle:{kind}:id:{digest}:{start}")
+    return keys
+
+
+def _increment(key: str, timeout: int) -> int:
+    if cache.add(key, 1, timeout=timeout):
+        return 1
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=timeout)
+        return 1
+
+
+def failure(request: HttpRequest, *, kind: str, limit: tuple[int, int], identity: str | None = None) -> int:
+    """Count one failure against the address and the identity; the seconds to wait when a bucket is now over
+    its limit (answer 429), else 0."""
+    count, seconds = limit
+    if not count:
+        return 0
+    start, remaining = _window(seconds)
+    counts = [_increment(key, seconds + 5) for key in _bucket_keys(request, kind, identity, start)]
+    return max(remaining, 1) if max(counts) > count else 0
+
+
+def exhausted(request: HttpRequest, *, kind: str, limit: tuple[int, int], identity: str | None = None) -> int:
+    """Seconds to wait when the address or the identity has already failed ``limit`` times (0: not)."""
+    count, seconds = limit
+    if not count:
+        return 0
+    start, remaining = _window(seconds)
+    keys = _bucket_keys(request, kind, identity, start)
+    found = cache.get_many(keys)
+    return max(remaining, 1) if any(int(value) >= count for value in found.values()) else 0
+
+
+def too_many(retry_after: int, message: str, *, content_type: str = "application/json") -> HttpResponse:
+    body = json.dumps({"error": "rate_limited", "message": message}) if content_type == "application/json" else message
+    response = HttpResponse(body, status=429, content_type=content_type)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def auth_failure_limit() -> tuple[int, int]:
+    return getattr(settings, "AUTH_FAILURE_RATE_LIMIT", (20, 60))
+
+
+def login_limit() -> tuple[int, int]:
+    return getattr(settings, "LOGIN_RATE_LIMIT", (10, 60))
