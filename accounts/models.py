@@ -76,13 +76,10 @@ class ListLink(models.Model):
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     kind = models.CharField(max_length=16, choices=KINDS)
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="list_links")
-    application = models.ForeignKey(
-        "oauth2_provider.Application",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
+    # The OAuth application's pk, kept without a foreign key: the stdio servers run without the OAuth provider app
+    # (config/settings_stdio.py) and still migrate and write this table. A deleted application takes its tokens
+    # with it, and a link whose grant has no live token left is dead (todos.access.credential_alive).
+    application_id = models.BigIntegerField(null=True, blank=True)
     # The refresh-token family of the grant (rotation keeps it; reuse detection revokes the whole family).
     token_family = models.UUIDField(null=True, blank=True)
     # For a grant without refresh tokens: the access token itself (deleted when revoked).

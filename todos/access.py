@@ -95,8 +95,16 @@ def credential_alive(link: ListLink) -> bool:
 
 
 def live_links(*, user: AbstractBaseUser) -> list[ListLink]:
-    links = ListLink.objects.unexpired().filter(user=user).select_related("api_key", "application")
-    return [link for link in links if credential_alive(link)]
+    links = ListLink.objects.unexpired().filter(user=user).select_related("api_key")
+    alive = [link for link in links if credential_alive(link)]
+    wanted = {link.application_id for link in alive if link.application_id}
+    if wanted:
+        from oauth2_provider.models import get_application_model
+
+        names = {app.pk: app.name or app.client_id for app in get_application_model().objects.filter(pk__in=wanted)}
+        for link in alive:
+            link.application_name = names.get(link.application_id, "")
+    return alive
 
 
 def link_revoke(*, user: AbstractBaseUser, link_id: int) -> bool:

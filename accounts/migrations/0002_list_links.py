@@ -9,7 +9,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("accounts", "0001_initial"),
-        ("oauth2_provider", "0022_refreshtoken_token_family_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -47,16 +46,7 @@ class Migration(migrations.Migration):
                         to="accounts.apikey",
                     ),
                 ),
-                (
-                    "application",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="oauth2_provider.application",
-                    ),
-                ),
+                ("application_id", models.BigIntegerField(blank=True, null=True)),
                 (
                     "user",
                     models.ForeignKey(

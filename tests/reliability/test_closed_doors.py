@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 from django.test import Client
 from django.utils import timezone
+from oauth2_provider.models import get_application_model
 
 from accounts.models import ListLink
 from tests.oauth.flow import PASSWORD
@@ -64,7 +65,8 @@ def test_a_revoked_oauth_client_loses_its_list_link(oauth_site, alice_login):
     person = Client()
     person.force_login(alice_login.user)
     link = ListLink.objects.get(user=alice_login.user)
-    assert link.kind == "oauth" and link.application.client_id == client_id
+    assert link.kind == "oauth"
+    assert get_application_model().objects.get(pk=link.application_id).client_id == client_id
     account = person.get("/account/")
     assert f"/account/links/{link.pk}/revoke" in account.content.decode()
     assert person.post(f"/account/apps/{link.application_id}/revoke").status_code == 303
