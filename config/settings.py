@@ -188,6 +188,12 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
+# One user cannot hold the MCP endpoints for everyone (config/mcp/limits.py): messages per batch, seconds of work
+# one request may take, JSON-RPC requests per user per window (count, seconds), requests in flight per user.
+MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)
+MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") or 10)
+MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
+MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 4)
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

@@ -1,0 +1,121 @@
+"""One user cannot stall the server for everyone: batches are capped, a request's work is bounded, and each user
+has a request rate and a number of requests in flight. Plus the protocol details third-party clients rely on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+
+from config.mcp.limits import in_flight
+from tests.reliability.helpers import MCP_PATHS, call_tool
+
+SEARCH = {"name": "pill_search", "arguments": {"query": "anything at all"}}
+
+
+def post(client: Client, key: str, body: object, server: str = "pillbox", **headers: str):
+    return client.post(
+        MCP_PATHS[server], data=json.dumps(body), content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}", **headers,
+    )
+
+
+def searches(count: int) -> list[dict]:
+    return [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": SEARCH} for n in range(1, count + 1)]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+def test_a_batch_over_the_cap_is_refused_naming_the_cap(alice, version):
+    # The attack: 200 pill_search calls in one batch held a worker for half a minute.
+    response = post(Client(), alice.key, searches(200), HTTP_MCP_PROTOCOL_VERSION=version)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32600
+    assert "at most 20" in error["message"] and "got 200" in error["message"]
+
+
+def test_a_batch_at_the_cap_is_answered_in_full(alice):
+    response = post(Client(), alice.key, searches(20), HTTP_MCP_PROTOCOL_VERSION="2025-03-26")
+    assert response.status_code == 200
+    assert [reply["id"] for reply in response.json()] == list(range(1, 21))
+    assert all("result" in reply for reply in response.json())
+
+
+def test_the_batch_cap_is_configurable(alice, settings):
+    settings.MCP_MAX_BATCH = 3
+    response = post(Client(), alice.key, searches(4), HTTP_MCP_PROTOCOL_VERSION="2025-03-26")
+    assert response.status_code == 400
+    assert "at most 3" in response.json()["error"]["message"]
+
+
+def test_a_batch_stops_when_the_request_s_work_budget_is_spent(alice, settings):
+    settings.MCP_REQUEST_BUDGET_SECONDS = 0  # the first message always runs; nothing after it fits
+    batch = [*searches(2), {"jsonrpc": "2.0", "method": "notifications/initialized"}, *searches(3)[2:]]
+    response = post(Client(), alice.key, batch, HTTP_MCP_PROTOCOL_VERSION="2025-03-26")
+    assert response.status_code == 200
+    replies = {reply["id"]: reply for reply in response.json()}
+    assert set(replies) == {1, 2, 3}
+    assert "result" in replies[1]
+    for skipped in (replies[2], replies[3]):
+        assert skipped["error"]["code"] == -32000
+        assert "send the remaining requests again" in skipped["error"]["message"]
+
+
+def test_a_user_over_the_request_rate_gets_429_with_retry_after_and_others_do_not(alice, bob, settings):
+    settings.MCP_USER_RATE_LIMIT = (5, 60)
+    client = Client()
+    assert post(client, alice.key, searches(4), HTTP_MCP_PROTOCOL_VERSION="2025-03-26").status_code == 200
+    assert call_tool(client, "pillbox", alice.key, "bottle_list", {}).text == "No bottles registered."
+    refused = post(client, alice.key, {"jsonrpc": "2.0", "id": 77, "method": "tools/list"})
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    error = refused.json()
+    assert error["id"] == 77 and error["error"]["code"] == -32000
+    assert "at most 5 per 60 seconds" in error["error"]["message"]
+    # The other server counts against the same user; another user is untouched.
+    assert post(client, alice.key, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, "todos").status_code == 429
+    assert call_tool(client, "pillbox", bob.key, "bottle_list", {}).text == "No bottles registered."
+
+
+def test_a_user_with_every_slot_in_flight_gets_429_and_others_do_not(alice, bob, settings):
+    settings.MCP_USER_CONCURRENCY = 1
+    client = Client()
+    ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    with in_flight(alice.user.pk) as refusal:  # alice's one slot is taken by a request still running
+        assert refusal is None
+        refused = post(client, alice.key, ping)
+        assert refused.status_code == 429 and refused["Retry-After"] == "1"
+        assert "at most 1 in flight" in refused.json()["error"]["message"]
+        assert post(client, bob.key, ping).status_code == 200
+    assert post(client, alice.key, ping).status_code == 200  # the slot came back
+    assert post(client, alice.key, ping).status_code == 200  # and every request gives its own back
+
+
+# ---------------------------------------------------------------- protocol details
+
+
+@pytest.mark.parametrize("server", ["pillbox", "todos"])
+def test_an_unsupported_protocol_version_error_carries_the_request_id(alice, server):
+    response = post(Client(), alice.key, {"jsonrpc": "2.0", "id": "req-9", "method": "tools/list"}, server,
+                    HTTP_MCP_PROTOCOL_VERSION="1999-01-01")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["id"] == "req-9"
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"] == {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": "1999-01-01"}
+
+
+def test_server_discover_and_the_32022_error_list_the_same_versions(alice):
+    client = Client()
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    discover = post(client, alice.key, {"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                        "params": {"_meta": meta}}, HTTP_MCP_PROTOCOL_VERSION="2026-07-28",
+                    HTTP_MCP_METHOD="server/discover")
+    assert discover.status_code == 200, discover.content
+    listed = discover.json()["result"]["supportedVersions"]
+    refused = post(client, alice.key, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                   HTTP_MCP_PROTOCOL_VERSION="2000-01-01").json()
+    assert listed == refused["error"]["data"]["supported"] == list(KNOWN_PROTOCOL_VERSIONS)
