@@ -194,6 +194,13 @@ MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)
 MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") or 10)
 MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
 MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 4)
+# Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
+PILLBOX_QUOTAS = {
+    "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),
+    "prescriptions": int(os.environ.get("PILLBOX_MAX_PRESCRIPTIONS") or 10_000),
+    "pills": int(os.environ.get("PILLBOX_MAX_PILLS") or 100_000),
+    "capsules": int(os.environ.get("PILLBOX_MAX_CAPSULES") or 10_000),
+}
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

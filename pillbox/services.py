@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from pillbox import ids
+from pillbox import ids, quotas
 from pillbox.access import Reach, locate, locate_capsule, register
 from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local
 from pillbox.exceptions import (
@@ -102,6 +102,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
     _check_slug(name)
     if Registration.objects.filter(user=reach.user, name=name).exists():
         raise AlreadyExists(f"You already have a bottle named {name}; pick another name.", name=name)
+    quotas.check_bottle_room(user=reach.user)
     if scope == Bottle.SCOPE_GLOBAL:
         directory = Path(settings.PILLBOX_HOME)
         bottle = _new_bottle(GLOBAL, name=name, display_name=display_name, directory=directory, scope=scope)
@@ -179,6 +180,8 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
             "so unregister that one (in the memory browser) before linking this one.",
             name=bottle.name, bottle_id=ids.short(clash.bottle_id),
         )
+    if not Registration.objects.filter(user=reach.user, bottle_id=bottle.id).exists():
+        quotas.check_bottle_room(user=reach.user)
     registration, created = register(user=reach.user, bottle=bottle, db_path=path)
     return bottle, registration, created
 
@@ -186,6 +189,7 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
 def prescription_open(*, reach: Reach, bottle_id: str, title: str, author_name: str, author_email: str) -> Prescription:
     bottle, alias = locate(reach, Bottle, bottle_id, noun="bottle", field="bottle_id", hint="; bottle_list lists yours")
     with transaction.atomic(using=alias):
+        quotas.check_prescription_room(alias=alias, bottles=reach.bottles_in(alias))
         new_id, _ = ids.next_id(Prescription, alias)
         return Prescription.objects.using(alias).create(
             id=new_id, bottle=bottle, title=title, author_name=author_name, author_email=author_email,
@@ -246,6 +250,7 @@ def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, 
     prescription, alias = _open_prescription(reach, prescription_id)
     now = timezone.now()
     with transaction.atomic(using=alias):
+        quotas.check_pill_room(alias=alias, bottles=reach.bottles_in(alias))
         new_id, seq = ids.next_id(Pill, alias)
         return Pill.objects.using(alias).create(
             id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
@@ -283,6 +288,7 @@ def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
 def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> Capsule:
     now = timezone.now()
     with transaction.atomic(using=GLOBAL):
+        quotas.check_capsule_room(user=reach.user)
         new_id, seq = ids.next_id(Capsule, GLOBAL)
         return Capsule.objects.create(
             id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,

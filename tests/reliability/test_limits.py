@@ -119,3 +119,63 @@ def test_server_discover_and_the_32022_error_list_the_same_versions(alice):
     refused = post(client, alice.key, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
                    HTTP_MCP_PROTOCOL_VERSION="2000-01-01").json()
     assert listed == refused["error"]["data"]["supported"] == list(KNOWN_PROTOCOL_VERSIONS)
+
+
+# ---------------------------------------------------------------- per-user quotas
+
+
+QUOTAS = {"bottles": 2, "prescriptions": 2, "pills": 3, "capsules": 2}
+AUTHOR = {"author_name": "Ada", "author_email": "ada@example.com"}
+
+
+def _ok(client: Client, key: str, tool: str, arguments: dict) -> str:
+    reply = call_tool(client, "pillbox", key, tool, arguments)
+    assert not reply.is_error, reply.text
+    return reply.text
+
+
+def _refused(client: Client, key: str, tool: str, arguments: dict, limit: str) -> None:
+    reply = call_tool(client, "pillbox", key, tool, arguments)
+    assert reply.is_error
+    assert reply.text.startswith("error: validation_error\nmessage: You have reached the limit of"), reply.text
+    assert f"\nlimit: {limit}\n" in reply.text
+
+
+def _id(text: str) -> str:
+    return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)["id"]
+
+
+def test_per_user_quotas_refuse_the_row_past_each_limit_naming_it(alice, bob, settings):
+    settings.PILLBOX_QUOTAS = QUOTAS
+    client = Client()
+    bottle = _id(_ok(client, alice.key, "bottle_create", {"name": "one", "display_name": "One", "scope": "global"}))
+    _ok(client, alice.key, "bottle_create", {"name": "two", "display_name": "Two", "scope": "global"})
+    _refused(client, alice.key, "bottle_create", {"name": "three", "display_name": "3", "scope": "global"},
+             "2 bottles per user")
+
+    first = _id(_ok(client, alice.key, "prescription_open", {"bottle_id": bottle, "title": "a", **AUTHOR}))
+    second = _id(_ok(client, alice.key, "prescription_open", {"bottle_id": bottle, "title": "b", **AUTHOR}))
+    _ok(client, alice.key, "prescription_discard", {"id": second})  # discarded rows still take room
+    _refused(client, alice.key, "prescription_open", {"bottle_id": bottle, "title": "c", **AUTHOR},
+             "2 prescriptions per user")
+
+    pill = {"prescription_id": first, "title": "t", "content": "c", "compound": "note", **AUTHOR}
+    stored = [_id(_ok(client, alice.key, "pill_store", pill)) for _ in range(3)]
+    _ok(client, alice.key, "pill_discard", {"id": stored[0]})
+    _refused(client, alice.key, "pill_store", pill, "3 pills per user")
+
+    capsule = {"title": "t", "content": "c", "compound": "note"}
+    _ok(client, alice.key, "capsule_store", capsule)
+    _ok(client, alice.key, "capsule_store", capsule)
+    _refused(client, alice.key, "capsule_store", capsule, "2 capsules per user")
+
+    # Alice's limits are hers alone.
+    _ok(client, bob.key, "capsule_store", capsule)
+    _ok(client, bob.key, "bottle_create", {"name": "one", "display_name": "One", "scope": "global"})
+
+
+def test_a_quota_of_zero_is_no_quota(alice, settings):
+    settings.PILLBOX_QUOTAS = {**QUOTAS, "capsules": 0}
+    client = Client()
+    for _ in range(3):
+        _ok(client, alice.key, "capsule_store", {"title": "t", "content": "c", "compound": "note"})
