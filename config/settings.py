@@ -11,6 +11,8 @@ import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from config.private import private_db_file, repair_data_dir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -29,9 +31,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 PILLBOX_HOME = Path(os.environ.get("PILLBOX_HOME") or Path.home() / ".pillbox").expanduser().resolve()
-PILLBOX_HOME.mkdir(parents=True, exist_ok=True)
 PILLBOX_ROOT = Path(os.environ["PILLBOX_ROOT"]).expanduser().resolve() if os.environ.get("PILLBOX_ROOT") else None
+# Directories whose .pillbox is trusted although another user owns it or others can write there ("*": all).
+PILLBOX_SAFE_DIRECTORIES = env_list("PILLBOX_SAFE_DIRECTORIES", [])
 GLOBAL_DB_PATH = PILLBOX_HOME / "pillbox.db"
+# The owner's alone (0700, database files 0600), made so and repaired at every start: see config/private.py.
+repair_data_dir(PILLBOX_HOME)
 
 
 def _secret_key() -> str:
@@ -98,6 +103,8 @@ DATABASES = {
     if os.environ.get("DATABASE_URL")
     else sqlite_database(GLOBAL_DB_PATH)
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    private_db_file(Path(DATABASES["default"]["NAME"]))
 DATABASE_ROUTERS = ["pillbox.routers.LocalBottleRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -38,11 +38,21 @@ class Reach:
     def is_staff(self) -> bool:
         return bool(getattr(self.user, "is_staff", False))
 
+    @property
+    def hide_paths(self) -> bool:
+        return hides_server_paths(self.caller)
+
     def bottles_in(self, alias: str) -> set[uuid.UUID]:
         return self.dbs.get(alias, set())
 
     def all_bottle_ids(self) -> set[uuid.UUID]:
         return set().union(*self.dbs.values()) if self.dbs else set()
+
+
+def hides_server_paths(caller: Caller) -> bool:
+    """Server paths (the data directory, bottle directories) are for the machine's own users and for staff; a
+    remote non-staff agent is never shown where the server keeps anything."""
+    return caller.transport != "stdio" and not getattr(caller.user, "is_staff", False)
 
 
 def register(*, user: AbstractBaseUser, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
@@ -75,7 +85,15 @@ def registration_alias(registration: Registration) -> str | None:
 
 def reach_for(caller: Caller) -> Reach:
     local = find_local_db(caller.workdir)
-    current = open_local(local) if local is not None else GLOBAL
+    current = GLOBAL
+    if local is not None:
+        try:
+            current = open_local(local)
+        except IncompatibleDb:
+            # A file this Pillbox cannot read must not take capsules, global bottles and bottle_list down with
+            # it; the tools that need that file (bottle_create, bottle_vinculate) still meet the error there.
+            logger.warning("Pillbox skips %s: a newer version of Pillbox wrote it.", local)
+            local = None
     reach = Reach(user=caller.user, caller=caller, current=current, current_path=local)
     reach.dbs[current] = set()
     registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))

@@ -66,6 +66,29 @@ def _workdir(reach: Reach) -> Path:
     return workdir.resolve()
 
 
+def _linked_git_dir(dot_git: Path) -> Path | None:
+    """The git directory a ``.git`` file (``gitdir: …``) names, when it is this work tree's own: a worktree's
+    (its ``gitdir`` file points back here; git reads ``info/exclude`` from the common directory) or a
+    submodule's (inside the ``.git/modules`` of a repository above). Any other target is someone else's
+    directory, and nothing is written there."""
+    text = dot_git.read_text(errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    target = (dot_git.parent / text.removeprefix("gitdir:").strip()).resolve()
+    if not (target / "HEAD").is_file():
+        return None
+    back_link = target / "gitdir"
+    if back_link.is_file():
+        if Path(back_link.read_text(errors="replace").strip()).resolve() != dot_git.resolve():
+            return None
+        common = target / "commondir"
+        return (target / common.read_text().strip()).resolve() if common.is_file() else target
+    for above in dot_git.parent.parents:
+        if (above / ".git").is_dir() and target.is_relative_to((above / ".git" / "modules").resolve()):
+            return target
+    return None
+
+
 def _exclude_from_git(directory: Path) -> None:
     """Keep the bottle database out of commits when the project is a git work tree."""
     for parent in (directory, *directory.parents):
@@ -73,10 +96,10 @@ def _exclude_from_git(directory: Path) -> None:
         if dot_git.is_dir():
             git_dir = dot_git
         elif dot_git.is_file():
-            text = dot_git.read_text(errors="replace").strip()
-            if not text.startswith("gitdir:"):
+            found = _linked_git_dir(dot_git)
+            if found is None:
                 return
-            git_dir = (parent / text.removeprefix("gitdir:").strip()).resolve()
+            git_dir = found
         else:
             continue
         exclude = git_dir / "info" / "exclude"
