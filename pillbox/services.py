@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from pillbox import ids, quotas
 from pillbox.access import Reach, locate, locate_capsule, register
-from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local
+from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local, untrusted_reason
 from pillbox.exceptions import (
     AlreadyExists,
     CircularLink,
@@ -112,6 +112,16 @@ def _exclude_from_git(directory: Path) -> None:
         return
 
 
+def _refuse_untrusted(directory: Path) -> None:
+    """A database someone else could plant or change is neither made nor linked (the walk would ignore it)."""
+    if reason := untrusted_reason(directory):
+        raise ValidationFailed(
+            f"Pillbox does not trust a .pillbox there: {reason}. Work from a directory only you can write to, or "
+            "have it added to PILLBOX_SAFE_DIRECTORIES.",
+            directory=str(directory),
+        )
+
+
 def _new_bottle(alias: str, *, name: str, display_name: str, directory: Path, scope: str) -> Bottle:
     with transaction.atomic(using=alias):
         new_id, _ = ids.next_id(Bottle, alias)
@@ -145,6 +155,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str) -> 
         raise ValidationFailed(
             "That directory holds the global database; use scope: \"global\".", directory=str(directory)
         )
+    _refuse_untrusted(directory)
     alias = open_local(path, create=True)
     with transaction.atomic(using=alias):
         existing = Bottle.objects.using(alias).first()
@@ -192,6 +203,7 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
     if not has_schema(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    _refuse_untrusted(target)
     alias = open_local(path)
     bottle = Bottle.objects.using(alias).order_by("id").first()
     if bottle is None:

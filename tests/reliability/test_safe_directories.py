@@ -242,3 +242,20 @@ def test_settings_name_the_trusted_directories(monkeypatch):
         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2],
     )
     assert json.loads(done.stdout) == ["/srv/shared", "/tmp/team"]
+
+
+def test_no_bottle_is_made_or_linked_where_others_can_write(tmp_path):
+    home = tmp_path / "home"
+    shared, mine = home / "shared", home / "mine"
+    shared.mkdir(parents=True)
+    mine.mkdir()
+    _plant(home, mine)
+    shared.chmod(0o777)
+    mine.chmod(0o777)
+    made, linked = _session(home, shared, [
+        ("bottle_create", {"name": "s", "display_name": "S"}),
+        ("bottle_vinculate", {"directory": str(mine)}),
+    ])
+    for failed, text in (made, linked):
+        assert failed and text.startswith("error: validation_error") and "PILLBOX_SAFE_DIRECTORIES" in text
+    assert not (shared / ".pillbox").exists()
