@@ -32,6 +32,7 @@ DB_NAME = "pillbox.db"
 
 _schema_checked: set[str] = set()
 _reported: set[Path] = set()
+REPORTED_MAX = 1024
 logger = logging.getLogger("pillbox")
 
 
@@ -79,6 +80,8 @@ def untrusted_reason(directory: Path) -> str | None:
 
 def _report_untrusted(candidate: Path, directory: Path, reason: str) -> None:
     if candidate not in _reported:
+        if len(_reported) >= REPORTED_MAX:  # a long-lived server may meet many; once each is enough, not forever
+            _reported.clear()
         _reported.add(candidate)
         logger.warning("Pillbox ignores %s: %s; to trust it, add %s to PILLBOX_SAFE_DIRECTORIES.",
                        candidate, reason, directory)

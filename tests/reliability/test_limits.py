@@ -179,3 +179,37 @@ def test_a_quota_of_zero_is_no_quota(alice, settings):
     client = Client()
     for _ in range(3):
         _ok(client, alice.key, "capsule_store", {"title": "t", "content": "c", "compound": "note"})
+
+
+# ---------------------------------------------------------------- bounded in-process caches
+
+
+def test_the_lru_is_bounded_by_count_and_by_bytes():
+    from config.lru import BoundedLru
+
+    lru: BoundedLru[str, str] = BoundedLru(max_items=3, max_bytes=100, size_of=len)
+    for key in "abcd":
+        lru.put(key, "x" * 10)
+    assert len(lru) == 3 and lru.get("a") is None  # the oldest went first
+    assert lru.get("b") == "x" * 10  # and b is now the most recent
+    lru.put("e", "y" * 75)
+    assert lru.bytes <= 100 and lru.get("b") is not None and lru.get("c") is None
+    lru.put("huge", "z" * 101)  # bigger than the whole budget: never kept, nothing else lost for it
+    assert lru.get("huge") is None and lru.get("b") is not None
+    lru.put("b", "w")  # replacing an entry gives its bytes back
+    assert lru.bytes == 10 + 75 + 1
+
+
+def test_the_todo_search_index_cache_holds_its_byte_budget_whatever_users_search():
+    # The attack's shape: many users (or one with long todos) fill a cache bounded only by its count.
+    from todos.search import Doc, TodoIndex
+    from todos.selectors import SEARCH_CACHE_BYTES, _IndexCache, search_indexes
+
+    assert search_indexes.entries.max_bytes == SEARCH_CACHE_BYTES
+    words = [f"word{n}" for n in range(3000)]
+    index = TodoIndex.build(Doc(f"t{n}", f"task {n}", " ".join(words[n * 10 : n * 10 + 200])) for n in range(200))
+    cache = _IndexCache(64, index.approximate_bytes * 5)
+    for user in range(40):
+        cache.put((user, False), (200, None), index)
+    assert len(cache.entries) == 5 and cache.entries.bytes <= index.approximate_bytes * 5
+    assert cache.get((39, False), (200, None)) is index and cache.get((0, False), (200, None)) is None
