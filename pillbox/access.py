@@ -33,6 +33,9 @@ class Reach:
     # alias -> reachable bottle ids in that database; the current database first.
     dbs: dict[str, set[uuid.UUID]] = field(default_factory=dict)
     registrations: list[Registration] = field(default_factory=list)
+    # The local database found from the working directory when this Pillbox cannot read it: the global tools
+    # work without it, and a record not found elsewhere is answered with this error (it may be in that file).
+    unreadable: IncompatibleDb | None = None
 
     @property
     def is_staff(self) -> bool:
@@ -85,16 +88,14 @@ def registration_alias(registration: Registration) -> str | None:
 
 def reach_for(caller: Caller) -> Reach:
     local = find_local_db(caller.workdir)
-    current = GLOBAL
+    current, unreadable = GLOBAL, None
     if local is not None:
         try:
             current = open_local(local)
-        except IncompatibleDb:
-            # A file this Pillbox cannot read must not take capsules, global bottles and bottle_list down with
-            # it; the tools that need that file (bottle_create, bottle_vinculate) still meet the error there.
-            logger.warning("Pillbox skips %s: a newer version of Pillbox wrote it.", local)
-            local = None
-    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local)
+        except IncompatibleDb as exc:
+            # A file this Pillbox cannot read must not take capsules, global bottles and bottle_list down with it.
+            local, unreadable = None, exc
+    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local, unreadable=unreadable)
     reach.dbs[current] = set()
     registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
     if local is not None and caller.transport == "stdio" and schema_ready(current):
@@ -185,6 +186,8 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
     if len(found) > 1:
         raise _ambiguous(raw_id, digits, [row for row, _ in found], noun=noun, field=field)
     if not found:
+        if reach.unreadable is not None:
+            raise reach.unreadable
         raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
     return found[0]
 

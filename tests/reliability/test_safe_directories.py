@@ -259,3 +259,11 @@ def test_no_bottle_is_made_or_linked_where_others_can_write(tmp_path):
     for failed, text in (made, linked):
         assert failed and text.startswith("error: validation_error") and "PILLBOX_SAFE_DIRECTORIES" in text
     assert not (shared / ".pillbox").exists()
+
+
+def test_a_record_looked_up_past_an_unreadable_local_file_names_the_problem_without_a_path(alice, tmp_path, settings):
+    _newer_schema_file(tmp_path)
+    settings.PILLBOX_ROOT = tmp_path.resolve()
+    reply = call_tool(Client(), "pillbox", alice.key, "pill_read", {"id": "0123456789ab"})
+    assert reply.is_error and reply.text.startswith("error: incompatible_db")
+    assert str(tmp_path) not in reply.text and "db_path: (on the server)" in reply.text
