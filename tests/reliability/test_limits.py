@@ -213,3 +213,22 @@ def test_the_todo_search_index_cache_holds_its_byte_budget_whatever_users_search
         cache.put((user, False), (200, None), index)
     assert len(cache.entries) == 5 and cache.entries.bytes <= index.approximate_bytes * 5
     assert cache.get((39, False), (200, None)) is index and cache.get((0, False), (200, None)) is None
+
+
+def test_the_sdk_client_hands_the_rate_limit_sentence_to_the_agent(live_server, alice, settings):
+    from mcp.shared.exceptions import MCPError
+
+    from tests.clients import http_client, run
+
+    settings.MCP_USER_RATE_LIMIT = (4, 60)
+
+    async def scenario() -> str:
+        async with http_client(live_server.url + "/pillbox/mcp", key=alice.key) as client:
+            for _ in range(10):
+                try:
+                    await client.call_tool("bottle_list", {})
+                except MCPError as exc:
+                    return str(exc)
+        return "never refused"
+
+    assert "Too many MCP requests: at most 4 per 60 seconds per user" in run(scenario())
