@@ -50,6 +50,8 @@ def private_db_file(path: Path) -> Path:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
     except FileExistsError:
         pass
+    except OSError:  # a missing or read-only directory: SQLite will say so, in its own words, when it opens it
+        return path
     for candidate in (path, *(path.with_name(path.name + suffix) for suffix in SQLITE_SIDECARS)):
         _narrow(candidate, FILE_MODE)
     return path
