@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             DJANGO_DEBUG="false",
             ALLOWED_HOSTS="127.0.0.1",
             SITE_URL="http://127.0.0.1",
+            # One key drives every connection here: the per-user limits would turn the load into 429s.
+            MCP_USER_RATE_LIMIT="0",
+            MCP_USER_CONCURRENCY="0",
         )
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
         made = subprocess.run(

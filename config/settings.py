@@ -11,6 +11,8 @@ import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from config.private import private_db_file, repair_data_dir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -29,9 +31,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 PILLBOX_HOME = Path(os.environ.get("PILLBOX_HOME") or Path.home() / ".pillbox").expanduser().resolve()
-PILLBOX_HOME.mkdir(parents=True, exist_ok=True)
 PILLBOX_ROOT = Path(os.environ["PILLBOX_ROOT"]).expanduser().resolve() if os.environ.get("PILLBOX_ROOT") else None
+# Directories whose .pillbox is trusted although another user owns it or others can write there ("*": all).
+PILLBOX_SAFE_DIRECTORIES = env_list("PILLBOX_SAFE_DIRECTORIES", [])
 GLOBAL_DB_PATH = PILLBOX_HOME / "pillbox.db"
+# The owner's alone (0700, database files 0600), made so and repaired at every start: see config/private.py.
+repair_data_dir(PILLBOX_HOME)
 
 
 def _secret_key() -> str:
@@ -111,6 +116,8 @@ DATABASES = {
     if os.environ.get("DATABASE_URL")
     else sqlite_database(GLOBAL_DB_PATH)
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    private_db_file(Path(DATABASES["default"]["NAME"]))
 DATABASE_ROUTERS = ["pillbox.routers.LocalBottleRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -205,6 +212,19 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
+# One user cannot hold the MCP endpoints for everyone (config/mcp/limits.py): messages per batch, seconds of work
+# one request may take, JSON-RPC requests per user per window (count, seconds), requests in flight per user.
+MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)
+MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") or 10)
+MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
+MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 4)
+# Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
+PILLBOX_QUOTAS = {
+    "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),
+    "prescriptions": int(os.environ.get("PILLBOX_MAX_PRESCRIPTIONS") or 10_000),
+    "pills": int(os.environ.get("PILLBOX_MAX_PILLS") or 100_000),
+    "capsules": int(os.environ.get("PILLBOX_MAX_CAPSULES") or 10_000),
+}
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

@@ -33,16 +33,29 @@ class Reach:
     # alias -> reachable bottle ids in that database; the current database first.
     dbs: dict[str, set[uuid.UUID]] = field(default_factory=dict)
     registrations: list[Registration] = field(default_factory=list)
+    # The local database found from the working directory when this Pillbox cannot read it: the global tools
+    # work without it, and a record not found elsewhere is answered with this error (it may be in that file).
+    unreadable: IncompatibleDb | None = None
 
     @property
     def is_staff(self) -> bool:
         return bool(getattr(self.user, "is_staff", False))
+
+    @property
+    def hide_paths(self) -> bool:
+        return hides_server_paths(self.caller)
 
     def bottles_in(self, alias: str) -> set[uuid.UUID]:
         return self.dbs.get(alias, set())
 
     def all_bottle_ids(self) -> set[uuid.UUID]:
         return set().union(*self.dbs.values()) if self.dbs else set()
+
+
+def hides_server_paths(caller: Caller) -> bool:
+    """Server paths (the data directory, bottle directories) are for the machine's own users and for staff; a
+    remote non-staff agent is never shown where the server keeps anything."""
+    return caller.transport != "stdio" and not getattr(caller.user, "is_staff", False)
 
 
 def register(*, user: AbstractBaseUser, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
@@ -75,8 +88,14 @@ def registration_alias(registration: Registration) -> str | None:
 
 def reach_for(caller: Caller) -> Reach:
     local = find_local_db(caller.workdir)
-    current = open_local(local) if local is not None else GLOBAL
-    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local)
+    current, unreadable = GLOBAL, None
+    if local is not None:
+        try:
+            current = open_local(local)
+        except IncompatibleDb as exc:
+            # A file this Pillbox cannot read must not take capsules, global bottles and bottle_list down with it.
+            local, unreadable = None, exc
+    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local, unreadable=unreadable)
     reach.dbs[current] = set()
     registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
     if local is not None and caller.transport == "stdio" and schema_ready(current):
@@ -179,6 +198,8 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
             kind, reader = other
             raise WrongKind(f"{raw_id.strip()} is the id of a {kind}, not of a {noun}; {reader} reads it.",
                             **{field: raw_id.strip(), "kind": kind})
+        if reach.unreadable is not None:
+            raise reach.unreadable
         raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
     return found[0]
 

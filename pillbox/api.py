@@ -22,8 +22,8 @@ from rest_framework.response import Response
 
 from config.api import ApiError, ApiView, IsPerson, body, caller_of, query_arguments, query_parameters, responses
 from config.mcp.arguments import Problem, read_arguments
-from pillbox import selectors, services
-from pillbox.access import Reach, reach_for
+from pillbox import selectors, services, texts
+from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError, ValidationFailed
 from pillbox.search import Target, search
@@ -163,12 +163,17 @@ def _query(request: Request, schema: Mapping[str, Any], what: str) -> dict[str, 
 class PillboxView(ApiView):
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, PillboxError):
-            exc = ApiError(_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST), exc.code, exc.message, exc.fields)
+            message, fields = texts.visible(exc, hide_paths=hides_server_paths(caller_of(self.request)))
+            exc = ApiError(_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST), exc.code, message, fields)
         return super().handle_exception(exc)
 
     @cached_property
     def reach(self) -> Reach:
         return reach_for(caller_of(self.request))
+
+    @property
+    def shown(self) -> dict[str, bool]:
+        return {"hide_paths": self.reach.hide_paths}
 
     def prescription(self, prescription_id: str, code: int = status.HTTP_200_OK) -> Response:
         page = selectors.prescription_page(reach=self.reach, prescription_id=prescription_id)
@@ -195,7 +200,7 @@ class BottleListView(PillboxView):
     )
     def get(self, request: Request) -> Response:
         rows = selectors.bottle_summaries(reach=self.reach)
-        return Response(BottlePageSerializer({"count": len(rows), "results": rows}).data)
+        return Response(BottlePageSerializer({"count": len(rows), "results": rows}, context=self.shown).data)
 
     @extend_schema(
         operation_id="bottles_create",
@@ -208,7 +213,7 @@ class BottleListView(PillboxView):
     def post(self, request: Request) -> Response:
         values = read("bottle_create", body_schema("bottle_create"), request.data)
         bottle = services.bottle_create(reach=self.reach, **values)
-        return Response(BottleSerializer(bottle).data, status=status.HTTP_201_CREATED)
+        return Response(BottleSerializer(bottle, context=self.shown).data, status=status.HTTP_201_CREATED)
 
 
 class BottleDetailView(PillboxView):
@@ -228,7 +233,7 @@ class BottleDetailView(PillboxView):
             "prescriptions": len(page.prescriptions),
             "pills_per_day": [{"day": day, "pills": count} for day, count in page.pills_per_day],
         }
-        return Response(BottleDetailSerializer(data).data)
+        return Response(BottleDetailSerializer(data, context=self.shown).data)
 
 
 class BottlePrescriptionsView(PillboxView):

@@ -9,7 +9,10 @@ finds ``.git``.
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
+import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -19,6 +22,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from config.bootstrap import file_lock
+from config.private import private_db_file, private_dir
 from pillbox.exceptions import IncompatibleDb
 from pillbox.routers import LOCAL_ALIAS_PREFIX
 
@@ -27,6 +31,9 @@ DB_DIR = ".pillbox"
 DB_NAME = "pillbox.db"
 
 _schema_checked: set[str] = set()
+_reported: set[Path] = set()
+REPORTED_MAX = 1024
+logger = logging.getLogger("pillbox")
 
 
 def db_file(directory: Path) -> Path:
@@ -38,8 +45,54 @@ def global_db_file() -> Path | None:
     return Path(db["NAME"]).resolve() if db["ENGINE"].endswith("sqlite3") else None
 
 
+def _writable_by_others(info: os.stat_result) -> bool:
+    """World-writable, or group-writable for a group that is not the user's own (sticky /tmp included: the
+    sticky bit stops others deleting our files, not planting their own)."""
+    mode = stat.S_IMODE(info.st_mode)
+    return bool(mode & stat.S_IWOTH) or bool(mode & stat.S_IWGRP and info.st_gid != os.getegid())
+
+
+def _trusted_directories() -> tuple[set[Path], bool]:
+    entries = getattr(settings, "PILLBOX_SAFE_DIRECTORIES", [])
+    return {Path(entry).expanduser().resolve() for entry in entries if entry != "*"}, "*" in entries
+
+
+def untrusted_reason(directory: Path) -> str | None:
+    """Why a ``.pillbox`` in ``directory`` must not be trusted (as git's safe.directory), or None when it may:
+    the directory, its ``.pillbox`` and the database must not be open to anyone but the current user."""
+    directory = directory.resolve()
+    trusted, everything = _trusted_directories()
+    if everything or directory in trusted:
+        return None
+    me = os.geteuid()
+    try:
+        if _writable_by_others(directory.stat()):
+            return "it sits in a directory others can write to"
+        folder, database = (directory / DB_DIR).stat(), db_file(directory).stat()
+    except OSError:
+        return None  # nothing there to trust or distrust
+    if folder.st_uid != me or database.st_uid != me:
+        return "it is not owned by you"
+    if _writable_by_others(folder) or _writable_by_others(database):
+        return "others can write to it"
+    return None
+
+
+def _report_untrusted(candidate: Path, directory: Path, reason: str) -> None:
+    if candidate not in _reported:
+        if len(_reported) >= REPORTED_MAX:  # a long-lived server may meet many; once each is enough, not forever
+            _reported.clear()
+        _reported.add(candidate)
+        logger.warning("Pillbox ignores %s: %s; to trust it, add %s to PILLBOX_SAFE_DIRECTORIES.",
+                       candidate, reason, directory)
+
+
 def find_local_db(workdir: Path | None) -> Path | None:
-    """The nearest ``.pillbox/pillbox.db`` at or above ``workdir`` that is not the global database."""
+    """The nearest ``.pillbox/pillbox.db`` at or above ``workdir`` that is not the global database.
+
+    The walk stops at a ``.pillbox`` someone else could have planted or could change (``untrusted_reason``):
+    serving its pills to the agent, or storing the agent's pills in it, would hand both to that someone.
+    """
     if workdir is None:
         return None
     start = workdir.resolve()
@@ -49,6 +102,9 @@ def find_local_db(workdir: Path | None) -> Path | None:
     for directory in (start, *start.parents):
         candidate = db_file(directory)
         if candidate.is_file() and candidate.resolve() != global_file:
+            if reason := untrusted_reason(directory):
+                _report_untrusted(candidate, directory, reason)
+                return None
             return candidate.resolve()
         if directory == stop:
             break
@@ -115,8 +171,9 @@ def open_local(path: Path, *, create: bool = False) -> str:
         )
     if applied is None and not create:
         return alias
+    private_dir(path.parent)
+    private_db_file(path)
     if applied is None or known_migrations() - applied:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(path.parent / "migrate.lock"):
             applied = applied_migrations(path) or set()
             if known_migrations() - applied:

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from config.api import ShortIdField
 from pillbox import ids
 from pillbox.models import Bottle
-from pillbox.texts import iso
+from pillbox.texts import iso, shown_directory
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
@@ -28,11 +28,18 @@ class InstantField(serializers.Field):
         return iso(value)
 
 
+class DirectoryField(serializers.CharField):
+    """A server path, shown only to viewers who may see the server's file system (``hide_paths`` context)."""
+
+    def to_representation(self, value: Any) -> str:
+        return shown_directory(str(value), hide_paths=bool(self.context.get("hide_paths")))
+
+
 class BottleSerializer(serializers.Serializer):
     id = ShortIdField()
     name = serializers.CharField(help_text="A slug, unique among your bottles.")
     display_name = serializers.CharField()
-    directory = serializers.CharField(help_text="Where a local bottle's project lives.")
+    directory = DirectoryField(help_text="Where a local bottle's project lives (staff and local users only).")
     scope = serializers.ChoiceField(choices=[Bottle.SCOPE_LOCAL, Bottle.SCOPE_GLOBAL])
     created_at = InstantField()
 
@@ -44,7 +51,7 @@ class RegisteredBottleSerializer(serializers.Serializer):
     name = serializers.CharField(source="registration.name")
     display_name = serializers.CharField(source="registration.display_name")
     scope = serializers.ChoiceField(source="registration.scope", choices=[Bottle.SCOPE_LOCAL, Bottle.SCOPE_GLOBAL])
-    directory = serializers.CharField(source="registration.directory")
+    directory = DirectoryField(source="registration.directory")
     linked = serializers.BooleanField(help_text="False when its database file no longer exists (unlinked).")
     prescriptions = serializers.IntegerField(help_text="Live prescriptions.")
     pills = serializers.IntegerField(help_text="Live pills.")

@@ -15,9 +15,17 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from pillbox import ids
+from pillbox import ids, quotas
 from pillbox.access import Reach, locate, locate_capsule, register
-from pillbox.databases import GLOBAL, db_file, global_db_file, has_schema, open_local, schema_ready
+from pillbox.databases import (
+    GLOBAL,
+    db_file,
+    global_db_file,
+    has_schema,
+    open_local,
+    schema_ready,
+    untrusted_reason,
+)
 from pillbox.exceptions import (
     AlreadyExists,
     CircularLink,
@@ -67,6 +75,29 @@ def _workdir(reach: Reach) -> Path:
     return workdir.resolve()
 
 
+def _linked_git_dir(dot_git: Path) -> Path | None:
+    """The git directory a ``.git`` file (``gitdir: …``) names, when it is this work tree's own: a worktree's
+    (its ``gitdir`` file points back here; git reads ``info/exclude`` from the common directory) or a
+    submodule's (inside the ``.git/modules`` of a repository above). Any other target is someone else's
+    directory, and nothing is written there."""
+    text = dot_git.read_text(errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    target = (dot_git.parent / text.removeprefix("gitdir:").strip()).resolve()
+    if not (target / "HEAD").is_file():
+        return None
+    back_link = target / "gitdir"
+    if back_link.is_file():
+        if Path(back_link.read_text(errors="replace").strip()).resolve() != dot_git.resolve():
+            return None
+        common = target / "commondir"
+        return (target / common.read_text().strip()).resolve() if common.is_file() else target
+    for above in dot_git.parent.parents:
+        if (above / ".git").is_dir() and target.is_relative_to((above / ".git" / "modules").resolve()):
+            return target
+    return None
+
+
 def _exclude_from_git(directory: Path) -> None:
     """Keep the bottle database out of commits when the project is a git work tree."""
     for parent in (directory, *directory.parents):
@@ -74,10 +105,10 @@ def _exclude_from_git(directory: Path) -> None:
         if dot_git.is_dir():
             git_dir = dot_git
         elif dot_git.is_file():
-            text = dot_git.read_text(errors="replace").strip()
-            if not text.startswith("gitdir:"):
+            found = _linked_git_dir(dot_git)
+            if found is None:
                 return
-            git_dir = (parent / text.removeprefix("gitdir:").strip()).resolve()
+            git_dir = found
         else:
             continue
         exclude = git_dir / "info" / "exclude"
@@ -88,6 +119,16 @@ def _exclude_from_git(directory: Path) -> None:
             with exclude.open("a") as handle:
                 handle.write(("\n" if lines and lines[-1] else "") + entry + "\n")
         return
+
+
+def _refuse_untrusted(directory: Path) -> None:
+    """A database someone else could plant or change is neither made nor linked (the walk would ignore it)."""
+    if reason := untrusted_reason(directory):
+        raise ValidationFailed(
+            f"Pillbox does not trust a .pillbox there: {reason}. Work from a directory only you can write to, or "
+            "have it added to PILLBOX_SAFE_DIRECTORIES.",
+            directory=str(directory),
+        )
 
 
 def _new_bottle(alias: str, *, name: str, display_name: str, directory: Path, scope: str) -> Bottle:
@@ -103,6 +144,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str, nes
     _check_slug(name)
     if Registration.objects.filter(user=reach.user, name=name).exists():
         raise AlreadyExists(f"You already have a bottle named {name}; pick another name.", name=name)
+    quotas.check_bottle_room(user=reach.user)
     if scope == Bottle.SCOPE_GLOBAL:
         directory = Path(settings.PILLBOX_HOME)
         bottle = _new_bottle(GLOBAL, name=name, display_name=display_name, directory=directory, scope=scope)
@@ -125,6 +167,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str, nes
         raise ValidationFailed(
             "That directory holds the global database; use scope: \"global\".", directory=str(directory)
         )
+    _refuse_untrusted(directory)
     alias = open_local(path, create=True)
     with transaction.atomic(using=alias):
         existing = Bottle.objects.using(alias).first()
@@ -187,6 +230,7 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
     if not has_schema(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
+    _refuse_untrusted(target)
     alias = open_local(path)
     bottle = Bottle.objects.using(alias).order_by("id").first()
     if bottle is None:
@@ -198,6 +242,8 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
             "so unregister that one (in the memory browser) before linking this one.",
             name=bottle.name, bottle_id=ids.short(clash.bottle_id),
         )
+    if not Registration.objects.filter(user=reach.user, bottle_id=bottle.id).exists():
+        quotas.check_bottle_room(user=reach.user)
     registration, created = register(user=reach.user, bottle=bottle, db_path=path)
     return bottle, registration, created
 
@@ -205,6 +251,7 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
 def prescription_open(*, reach: Reach, bottle_id: str, title: str, author_name: str, author_email: str) -> Prescription:
     bottle, alias = locate(reach, Bottle, bottle_id, noun="bottle", field="bottle_id", hint="; bottle_list lists yours")
     with transaction.atomic(using=alias):
+        quotas.check_prescription_room(alias=alias, bottles=reach.bottles_in(alias))
         new_id, _ = ids.next_id(Prescription, alias)
         return Prescription.objects.using(alias).create(
             id=new_id, bottle=bottle, title=title, author_name=author_name, author_email=author_email,
@@ -270,6 +317,7 @@ def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, 
     prescription, alias = _open_prescription(reach, prescription_id)
     now = timezone.now()
     with transaction.atomic(using=alias):
+        quotas.check_pill_room(alias=alias, bottles=reach.bottles_in(alias))
         new_id, seq = ids.next_id(Pill, alias)
         return Pill.objects.using(alias).create(
             id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
@@ -311,6 +359,7 @@ def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
 def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> Capsule:
     now = timezone.now()
     with transaction.atomic(using=GLOBAL):
+        quotas.check_capsule_room(user=reach.user)
         new_id, seq = ids.next_id(Capsule, GLOBAL)
         return Capsule.objects.create(
             id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,

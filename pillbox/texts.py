@@ -40,14 +40,36 @@ def author(name: str, email: str) -> str:
     return name or email
 
 
-def error(exc: PillboxError) -> str:
-    return lines([("error", exc.code), ("message", exc.message), *exc.fields.items()])
+# What a viewer who may not see the server's file system is shown instead of a path.
+HIDDEN_PATH = "(on the server)"
+PATH_FIELDS = ("db_path", "directory")
 
 
-def bottle_created(bottle: Bottle) -> str:
+def visible(exc: PillboxError, *, hide_paths: bool) -> tuple[str, dict[str, object]]:
+    """An error's message and fields; with ``hide_paths``, the server paths it names (fields, and the same words
+    in the message) are replaced for a remote viewer who must not learn the server's layout."""
+    message, fields = exc.message, dict(exc.fields)
+    if hide_paths:
+        for name in PATH_FIELDS:
+            if name in fields:
+                message = message.replace(str(fields[name]), HIDDEN_PATH)
+                fields[name] = HIDDEN_PATH
+    return message, fields
+
+
+def error(exc: PillboxError, *, hide_paths: bool = False) -> str:
+    message, fields = visible(exc, hide_paths=hide_paths)
+    return lines([("error", exc.code), ("message", message), *fields.items()])
+
+
+def shown_directory(directory: str, *, hide_paths: bool) -> str:
+    return HIDDEN_PATH if hide_paths else directory
+
+
+def bottle_created(bottle: Bottle, *, hide_paths: bool = False) -> str:
     return lines([
         ("id", short(bottle.id)), ("name", bottle.name), ("display_name", bottle.display_name),
-        ("directory", bottle.directory), ("scope", bottle.scope),
+        ("directory", shown_directory(bottle.directory, hide_paths=hide_paths)), ("scope", bottle.scope),
     ])
 
 
@@ -65,7 +87,7 @@ def bottle_context(context: BottleContext) -> str:
 HERE = "← this directory"
 
 
-def bottle_list(bottles: list[ListedBottle], here: Path | None = None) -> str:
+def bottle_list(bottles: list[ListedBottle], here: Path | None = None, *, hide_paths: bool = False) -> str:
     """``here`` is the working directory's database file: its bottle is marked so an agent in a sub-folder need
     not compare paths itself."""
     if not bottles:
@@ -78,7 +100,8 @@ def bottle_list(bottles: list[ListedBottle], here: Path | None = None) -> str:
         if here is not None and entry.db_path and Path(entry.db_path) == here:
             tail += f"  {HERE}"
         blocks.append(
-            f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n  {entry.directory}"
+            f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n"
+            f"  {shown_directory(entry.directory, hide_paths=hide_paths)}"
         )
     return "\n\n".join(blocks)
 

@@ -9,7 +9,7 @@ from typing import Any
 from config.mcp.arguments import Problem, read_arguments
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolSet
 from pillbox import selectors, services, texts
-from pillbox.access import Reach, reach_for
+from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
 from pillbox.search import Target, search
@@ -102,7 +102,7 @@ def tool(
                     raise unknown
                 return function(reach_for(caller), **values)
             except PillboxError as exc:
-                raise ToolFailure(texts.error(exc)) from None
+                raise ToolFailure(texts.error(exc, hide_paths=hides_server_paths(caller))) from None
 
         TOOLS.append(Tool(name=name, description=description, input_schema=schema, handler=handler,
                           read_only=read_only, destructive=destructive, idempotent=idempotent))
@@ -320,7 +320,7 @@ def prescription_discard(reach: Reach, id: str) -> str:
 )
 def bottle_create(reach: Reach, name: str, display_name: str, scope: str, nested: bool) -> str:
     bottle = services.bottle_create(reach=reach, name=name, display_name=display_name, scope=scope, nested=nested)
-    return texts.bottle_created(bottle)
+    return texts.bottle_created(bottle, hide_paths=reach.hide_paths)
 
 
 @tool(
@@ -339,7 +339,7 @@ def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
       "file no longer exists; '← this directory' marks the bottle of the directory you work in (found upwards, "
       "as git finds .git).", {}, read_only=True)
 def bottle_list(reach: Reach) -> str:
-    return texts.bottle_list(selectors.bottle_list(reach=reach), here=reach.current_path)
+    return texts.bottle_list(selectors.bottle_list(reach=reach), here=reach.current_path, hide_paths=reach.hide_paths)
 
 
 @tool(

@@ -124,7 +124,7 @@ def _fuzzy_max_edits(length: int) -> int:
 class TodoIndex:
     """Immutable search index over a fixed set of todos; build once, search often."""
 
-    __slots__ = ("_keys", "_postings", "_idf", "_vocab", "_by_length", "_fields", "_key_rank")
+    __slots__ = ("_keys", "_postings", "_idf", "_vocab", "_by_length", "_fields", "_key_rank", "approximate_bytes")
 
     def __init__(
         self,
@@ -148,6 +148,13 @@ class TodoIndex:
         for r, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
             rank[i] = r
         self._key_rank = rank
+        # CPython's rough cost of what this index holds (a dict slot and float per posting, a list slot and a
+        # shared str per word): enough for a cache to bound its memory, not an exact measure.
+        self.approximate_bytes = (
+            sum(len(word) + 160 + 120 * len(docs) for word, docs in postings.items())
+            + sum(16 * (len(name) + len(description)) + 120 for name, description in fields)
+            + sum(len(key) + 90 for key in keys)
+        )
 
     @classmethod
     def build(cls, docs: Iterable[Doc]) -> TodoIndex:

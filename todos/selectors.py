@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,12 +12,14 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.services import account_for
+from config.lru import BoundedLru
 from todos.exceptions import NotFound
 from todos.models import Priority, Todo
 from todos.planning import TodoFilter, open_blockers, parents, subtree
 from todos.search import Doc, TodoIndex
 
 SEARCH_CACHE_SIZE = 64
+SEARCH_CACHE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -149,35 +149,27 @@ class _IndexCache:
     """Built search indexes per (owner, includeCompleted), kept while the owner's data version is unchanged.
 
     The version is (count, max updated_at) over all the owner's todos: every write stamps a strictly later
-    ``updated_at`` (todos.services), and a purge changes the count. A small LRU bounds the memory.
+    ``updated_at`` (todos.services), and a purge changes the count. An LRU bounded by count and by bytes bounds
+    the memory, however many users search and however long their todos.
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[tuple[int, bool], tuple[tuple[int, datetime | None], TodoIndex]] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, size: int, max_bytes: int) -> None:
+        self.entries: BoundedLru[tuple[int, bool], tuple[tuple[int, datetime | None], TodoIndex]] = BoundedLru(
+            max_items=size, max_bytes=max_bytes, size_of=lambda entry: entry[1].approximate_bytes
+        )
 
     def get(self, slot: tuple[int, bool], version: tuple[int, datetime | None]) -> TodoIndex | None:
-        with self._lock:
-            entry = self._entries.get(slot)
-            if entry is None or entry[0] != version:
-                return None
-            self._entries.move_to_end(slot)
-            return entry[1]
+        entry = self.entries.get(slot)
+        return entry[1] if entry is not None and entry[0] == version else None
 
     def put(self, slot: tuple[int, bool], version: tuple[int, datetime | None], index: TodoIndex) -> None:
-        with self._lock:
-            self._entries[slot] = (version, index)
-            self._entries.move_to_end(slot)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+        self.entries.put(slot, (version, index))
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self.entries.clear()
 
 
-search_indexes = _IndexCache(SEARCH_CACHE_SIZE)
+search_indexes = _IndexCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_BYTES)
 
 
 def _searchable(owner: AbstractBaseUser, include_completed: bool):  # -> TodoQuerySet

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ from mcp_types.jsonrpc import jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from config.mcp.limits import Refusal, in_flight, rate_refusal
 from config.mcp.page import endpoint_page, wants_page
 from config.mcp.tools import Caller
 
@@ -45,6 +47,9 @@ logger = logging.getLogger("config.mcp")
 DEFAULT_VERSION = "2025-03-26"  # the spec's reading of a request without MCP-Protocol-Version
 BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+# Every version this endpoint serves: the -32022 errors and server/discover name the same list.
+SUPPORTED_VERSIONS = list(KNOWN_PROTOCOL_VERSIONS)
+THROTTLED = -32000  # implementation-defined server error: the HTTP 429 carries it with Retry-After
 
 Authenticator = Callable[[HttpRequest], "Caller | HttpResponse"]
 
@@ -96,6 +101,24 @@ def _error(code: int, message: str, request_id: Any = None, data: Any = None) ->
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _readable_id(decoded: Any) -> Any:
+    """The request's id when it can be read (a JSON-RPC id is a string or an integer), else None."""
+    request_id = decoded.get("id") if isinstance(decoded, dict) else None
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
+def _unsupported_version(requested: str, request_id: Any) -> HttpResponse:
+    data = {"supported": SUPPORTED_VERSIONS, "requested": requested}
+    return _json(_error(types.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", request_id, data), 400)
+
+
+def _throttled(refusal: Refusal, decoded: Any) -> HttpResponse:
+    """429 with Retry-After for HTTP-aware clients and proxies, and a JSON-RPC error body with the request's id,
+    which the SDK's client hands to the caller as the error (a bare 429 would reach it as a nameless failure)."""
+    body = _error(THROTTLED, refusal.message, _readable_id(decoded), {"retryAfter": refusal.retry_after})
+    return _json(body, status=429, headers={"Retry-After": str(refusal.retry_after)})
 
 
 def _origin_allowed(origin: str) -> bool:
@@ -162,11 +185,20 @@ class McpEndpoint:
 
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
-            data = {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version}
-            return _json(_error(types.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data=data), 400)
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return run_here(self._modern(request, caller, decoded))
-        return run_here(self._legacy(request, caller, decoded, version or DEFAULT_VERSION))
+            return _unsupported_version(version, _readable_id(decoded))
+        batch_cap = settings.MCP_MAX_BATCH
+        if isinstance(decoded, list) and len(decoded) > batch_cap and (version or DEFAULT_VERSION) in BATCH_VERSIONS:
+            message = f"A batch may hold at most {batch_cap} messages, got {len(decoded)}; split it into smaller ones"
+            return _json(_error(types.INVALID_REQUEST, message, data={"maxBatch": batch_cap}), status=400)
+        cost = len(decoded) if isinstance(decoded, list) else 1
+        if refusal := rate_refusal(caller.user.pk, max(cost, 1)):
+            return _throttled(refusal, decoded)
+        with in_flight(caller.user.pk) as refusal:
+            if refusal:
+                return _throttled(refusal, decoded)
+            if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return run_here(self._modern(request, caller, decoded))
+            return run_here(self._legacy(request, caller, decoded, version or DEFAULT_VERSION))
 
     def _dispatch_context(self, request: HttpRequest, request_id: Any) -> _HttpDispatchContext:
         return _HttpDispatchContext(
@@ -205,6 +237,8 @@ class McpEndpoint:
         headers = {key.lower(): value for key, value in request.headers.items()}
         route = classify_inbound_request(decoded, headers=headers)
         if isinstance(route, InboundLadderRejection):
+            if route.code == types.UNSUPPORTED_PROTOCOL_VERSION and isinstance(route.data, dict):
+                return _unsupported_version(str(route.data.get("requested")), message.id)
             status = ERROR_CODE_HTTP_STATUS.get(route.code, 400)
             return _json(_error(route.code, route.message, message.id, route.data), status=status)
         connection = Connection.from_envelope(route.protocol_version, route.client_info, route.client_capabilities)
@@ -218,13 +252,30 @@ class McpEndpoint:
                 return _json(_error(types.INVALID_REQUEST, f"Batches are not part of protocol {version}"), 400)
             if not decoded:
                 return _json(_error(types.INVALID_REQUEST, "Empty batch"), status=400)
-            replies = [reply for item in decoded if (reply := await self._legacy_one(request, caller, item, version))]
+            replies = await self._batch(request, caller, decoded, version)
             return _json(replies) if replies else HttpResponse(status=202)
         reply = await self._legacy_one(request, caller, decoded, version)
         if reply is None:
             return HttpResponse(status=202)
         unreadable = reply.get("error", {}).get("code") == types.INVALID_REQUEST
         return _json(reply, status=400 if unreadable else 200)
+
+    async def _batch(self, request: HttpRequest, caller: Caller, items: list[Any], version: str) -> list[dict]:
+        """Answer a batch in order within the request's time budget; what the budget leaves is refused by id,
+        so one request cannot hold a worker for long whatever its messages ask."""
+        budget = settings.MCP_REQUEST_BUDGET_SECONDS
+        deadline = time.monotonic() + budget
+        replies: list[dict] = []
+        for index, item in enumerate(items):
+            if index and time.monotonic() >= deadline:
+                message = (f"Not run: this batch used up the {budget:g} s of work one HTTP request may take; send "
+                           "the remaining requests again")
+                replies += [_error(THROTTLED, message, request_id) for rest in items[index:]
+                            if (request_id := _readable_id(rest)) is not None]
+                break
+            if reply := await self._legacy_one(request, caller, item, version):
+                replies.append(reply)
+        return replies
 
     async def _legacy_one(
         self, request: HttpRequest, caller: Caller, item: Any, version: str

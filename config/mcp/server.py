@@ -23,6 +23,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from mcp.server import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
 
@@ -183,6 +184,17 @@ def build_server(
     )
     # OpenTelemetry is a no-op without an exporter, but it still costs every call a span object.
     server.middleware.clear()
+
+    async def discover(ctx: Any, params: types.RequestParams) -> types.DiscoverResult:
+        # The SDK's own answer names only the stateless versions; this server also serves the handshake ones,
+        # and says so in the same list as its -32022 errors (clients keep the versions they know).
+        return types.DiscoverResult(
+            supported_versions=list(KNOWN_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=server.instructions,
+        )
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
     return server
 
 

@@ -23,7 +23,7 @@ def test_bottles_list_and_detail(alice_api, memory: Memory):
                 "name": "shop",
                 "display_name": "Shop",
                 "scope": "global",
-                "directory": memory.bottle.directory,
+                "directory": "(on the server)",  # never a server path to a remote non-staff user
                 "linked": True,
                 "prescriptions": 2,
                 "pills": 2,

@@ -86,7 +86,10 @@ def test_a_database_written_by_a_newer_schema_is_refused(tmp_path):
             "INSERT INTO django_migrations (app, name, applied) VALUES ('pillbox', '9999_future', '2030-01-01')"
         )
         before = conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0]
-    failed, text = _call(home, project, "bottle_list")
+    # The tools that only use the global database keep working; one that looks for a record says why it cannot.
+    listed, _ = _call(home, project, "bottle_list")
+    assert not listed
+    failed, text = _call(home, project, "bottle_context", {"bottle_id": "01234567"})
     assert failed and text.startswith("error: incompatible_db")
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0] == before

@@ -167,7 +167,8 @@ def _arguments(server: str) -> st.SearchStrategy[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("server", ["pillbox", "todos"])
-def test_http_endpoint_answers_hostile_tool_input(playground, server):
+def test_http_endpoint_answers_hostile_tool_input(playground, server, settings):
+    settings.MCP_USER_RATE_LIMIT = (0, 60)  # the long profile sends one user's thousands of calls in a minute
     client = Client()
 
     @fuzz_settings(PER_TOOL * 4)
