@@ -213,6 +213,8 @@ WHITENOISE_USE_FINDERS = True
 if env_bool("TRUST_PROXY_HEADERS", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
+    # Per-address limits count the client the proxy saw, not the proxy (config/proxy.py).
+    MIDDLEWARE.insert(0, "config.proxy.ForwardedClientMiddleware")
 _site_is_https = SITE_URL.startswith("https://")
 CSRF_TRUSTED_ORIGINS = [SITE_URL]
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _site_is_https
