@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import anyio
 import mcp_types as types
 from django.conf import settings
+from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server import Server
@@ -146,6 +147,10 @@ class McpEndpoint:
         caller = self._authenticate(request)
         if isinstance(caller, HttpResponse):
             return caller
+        # The tool runs on another thread with a connection of its own: hand this thread's back first, so that
+        # one request never holds two pooled connections (with every request holding one, the tools would wait
+        # on a full pool). Persistent connections (SQLite, or PostgreSQL without the pool) stay open.
+        close_old_connections()
         content_type = request.headers.get("Content-Type", "")
         if not content_type.lower().startswith("application/json"):
             return _json(_error(types.INVALID_REQUEST, "Content-Type must be application/json"), status=415)

@@ -279,3 +279,23 @@ def test_without_redis_every_server_has_its_own_budget(database, tmp_path):
         pytest.fail("three attempts in a row crossed a rate-limit window")
     assert at_first == [401] * AUTH_LIMIT + [429]
     assert at_second == [401] * AUTH_LIMIT + [429]
+
+
+def test_a_pool_as_large_as_the_threads_serves_every_thread_at_once(database, tmp_path):
+    """Each request thread hands its connection back before its tool runs on a tool thread: with a pool only as
+    large as gunicorn's --threads, twice as many concurrent MCP clients are all served (none waits out the pool's
+    timeout on a connection its own request holds)."""
+    key = database.accounts["carol"]["key"]
+    with app_servers(tmp_path, database, count=1, workers=1, DATABASE_POOL_MAX_SIZE="4",
+                     DATABASE_POOL_TIMEOUT="5") as (url,):
+        start = threading.Barrier(8)
+
+        def client(n: int) -> int:
+            start.wait()
+            with httpx2.Client(timeout=60) as http:
+                for i in range(10):
+                    call(http, url, "/mcp", key, "put_todo", {"id": f"pool{n}-{i}", "name": "x", "description": ""})
+            return 10
+
+        with ThreadPoolExecutor(8) as pool:
+            assert sum(pool.map(client, range(8))) == 80
