@@ -7,6 +7,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -152,7 +153,8 @@ def app_servers(
             assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
     finally:
         for process, _ in servers:
-            process.terminate()
+            # SIGINT is gunicorn's quick shutdown: SIGTERM would wait out the graceful timeout for idle keep-alives.
+            process.send_signal(signal.SIGINT)
         for process, _ in servers:
             try:
                 process.wait(timeout=15)
