@@ -68,7 +68,9 @@ class SharedDatabase:
 
 USERS_SCRIPT = """
 import json
+from django.core.management import call_command
 from accounts.services import account_for, apikey_create, user_get_or_create
+call_command("migrate", verbosity=0)
 made = {}
 for name in NAMES:
     user = user_get_or_create(username=name)
@@ -93,13 +95,9 @@ def shared_database(base_url: str, home: Path, usernames: list[str]) -> Iterator
     url = _with_database(base_url, name)
     try:
         env = server_env(home, DATABASE_URL=url)
-        for command in (["migrate", "--verbosity", "0"],):
-            done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *command], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, timeout=180)
-            assert done.returncode == 0, done.stdout + done.stderr
         script = USERS_SCRIPT.replace("NAMES", json.dumps(usernames)).replace("PASSWORD", json.dumps(PASSWORD))
         done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", script], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr
         yield SharedDatabase(url=url, accounts=json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
@@ -178,11 +176,11 @@ def in_one_window(seconds: int, attempt: Callable[[], T], *, before: Callable[[]
 MCP_ACCEPT = "application/json, text/event-stream"
 
 
-def rpc_status(url: str, path: str, *, bearer: str, method: str = "tools/list") -> int:
+def rpc_status(url: str, path: str, *, bearer: str, method: str = "tools/list", **headers: str) -> int:
     response = httpx2.post(
         url + path,
         json={"jsonrpc": "2.0", "id": 1, "method": method, "params": {}},
-        headers={"Authorization": f"Bearer {bearer}", "Accept": MCP_ACCEPT},
+        headers={"Authorization": f"Bearer {bearer}", "Accept": MCP_ACCEPT, **headers},
         timeout=30,
     )
     return response.status_code

@@ -4,14 +4,14 @@ both, a revocation or a refresh-token reuse seen by one holds on the other at on
 lose nothing, and searches on one see the writes made through the other.
 
 The companion case runs the same two servers without ``REDIS_URL``: each keeps its throttle counts in its own
-memory, so an address gets one budget per server. It asserts exactly that, which is what Redis removes.
+memory, so an address gets one budget per server. It asserts exactly that, which is what Redis removes. The same
+servers, with pools only as large as their threads, show that an MCP request never holds two connections.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -67,10 +67,11 @@ def servers(database, redis_db, tmp_path_factory) -> Iterator[list[str]]:
         yield urls
 
 
-def _failed_credentials(urls: list[str], attempts: int) -> list[int]:
+def _failed_credentials(urls: list[str], attempts: int, **headers: str) -> list[int]:
     """Wrong API keys from one address, round-robin over the servers: each answer's status."""
     return [
-        rpc_status(urls[n % len(urls)], "/mcp", bearer=f"pbx_wrong{n:04d}{'x' * 40}") for n in range(attempts)
+        rpc_status(urls[n % len(urls)], "/mcp", bearer=f"pbx_wrong{n:04d}{'x' * 40}", **headers)
+        for n in range(attempts)
     ]
 
 
@@ -263,39 +264,50 @@ def test_readyz_reports_the_database_and_the_cache(servers):
         assert response.json() == {"status": "ok", "checks": {"database": "ok", "cache": "ok"}}
 
 
-def test_without_redis_every_server_has_its_own_budget(database, tmp_path):
-    """The companion case: no REDIS_URL, one worker process per server (so each server's memory is one budget).
-    An address gets AUTH_LIMIT failures at each server, twice the limit in all: what the shared cache prevents."""
-    for attempt in range(3):
-        # Counts in the servers' memories cannot be flushed from outside: a run that crossed a window boundary is
-        # repeated on fresh servers.
-        with app_servers(tmp_path / str(attempt), database, workers=1, **LIMITS) as (first, second):
-            window = int(time.time()) // WINDOW
-            at_first = _failed_credentials([first], AUTH_LIMIT + 1)
-            at_second = _failed_credentials([second], AUTH_LIMIT + 1)
-            if int(time.time()) // WINDOW == window:
-                break
-    else:
-        pytest.fail("three attempts in a row crossed a rate-limit window")
+@pytest.fixture(scope="module")
+def servers_without_redis(database, tmp_path_factory) -> Iterator[list[str]]:
+    """The same two servers without REDIS_URL, one worker process each (so each server's memory is one budget).
+    They sit behind a "proxy" (TRUST_PROXY_HEADERS): a test picks its client address with X-Forwarded-For, so a
+    repeated attempt starts with a fresh count although their memories cannot be flushed from outside. Their
+    pools are only as large as their threads."""
+    with app_servers(
+        tmp_path_factory.mktemp("servers-without-redis"), database, workers=1, TRUST_PROXY_HEADERS="true",
+        DATABASE_POOL_MAX_SIZE="4", DATABASE_POOL_TIMEOUT="5", **LIMITS,
+    ) as urls:
+        yield urls
+
+
+def test_without_redis_every_server_has_its_own_budget(servers_without_redis):
+    """The companion case: an address gets AUTH_LIMIT failures at each server, twice the limit in all; what the
+    shared cache prevents."""
+    first, second = servers_without_redis
+    addresses = iter(f"198.51.100.{n}" for n in range(1, 10))
+
+    def attempt() -> tuple[list[int], list[int]]:
+        client = {"X-Forwarded-For": next(addresses)}
+        return _failed_credentials([first], AUTH_LIMIT + 1, **client), _failed_credentials(
+            [second], AUTH_LIMIT + 1, **client
+        )
+
+    at_first, at_second = in_one_window(WINDOW, attempt)
     assert at_first == [401] * AUTH_LIMIT + [429]
     assert at_second == [401] * AUTH_LIMIT + [429]
 
 
-def test_a_pool_as_large_as_the_threads_serves_every_thread_at_once(database, tmp_path):
+def test_a_pool_as_large_as_the_threads_serves_every_thread_at_once(servers_without_redis, database):
     """Each request thread hands its connection back before its tool runs on a tool thread: with a pool only as
     large as gunicorn's --threads, twice as many concurrent MCP clients are all served (none waits out the pool's
     timeout on a connection its own request holds)."""
     key = database.accounts["carol"]["key"]
-    with app_servers(tmp_path, database, count=1, workers=1, DATABASE_POOL_MAX_SIZE="4",
-                     DATABASE_POOL_TIMEOUT="5") as (url,):
-        start = threading.Barrier(8)
+    url = servers_without_redis[0]
+    start = threading.Barrier(8)
 
-        def client(n: int) -> int:
-            start.wait()
-            with httpx2.Client(timeout=60) as http:
-                for i in range(10):
-                    call(http, url, "/mcp", key, "put_todo", {"id": f"pool{n}-{i}", "name": "x", "description": ""})
-            return 10
+    def client(n: int) -> int:
+        start.wait()
+        with httpx2.Client(timeout=60) as http:
+            for i in range(10):
+                call(http, url, "/mcp", key, "put_todo", {"id": f"pool{n}-{i}", "name": "x", "description": ""})
+        return 10
 
-        with ThreadPoolExecutor(8) as pool:
-            assert sum(pool.map(client, range(8))) == 80
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(client, range(8))) == 80
