@@ -264,6 +264,24 @@ def test_readyz_reports_the_database_and_the_cache(servers):
         assert response.json() == {"status": "ok", "checks": {"database": "ok", "cache": "ok"}}
 
 
+def test_connections_cut_by_the_database_are_replaced_without_a_failed_request(servers, database):
+    """The pools check a connection before lending it (CONN_HEALTH_CHECKS): after the database ends every
+    server connection (as a restart or failover does), the next requests on both servers succeed."""
+    key = database.accounts["carol"]["key"]
+    with httpx2.Client(timeout=60) as http:
+        for url in servers * 4:  # every worker of both servers has pooled connections now
+            call(http, url, "/mcp", key, "list_todos", {})
+        with psycopg.connect(database.url, autocommit=True) as db:
+            cut = db.execute(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()) AS ended"
+            ).fetchone()[0]
+        assert cut >= 2
+        for url in servers * 4:
+            call(http, url, "/mcp", key, "list_todos", {})
+            call(http, url, "/pillbox/mcp", key, "bottle_list", {})
+
+
 @pytest.fixture(scope="module")
 def servers_without_redis(database, tmp_path_factory) -> Iterator[list[str]]:
     """The same two servers without REDIS_URL, one worker process each (so each server's memory is one budget).
