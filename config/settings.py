@@ -11,6 +11,8 @@ import secrets
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import dj_database_url
+
 from config.private import private_db_file, repair_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -94,31 +96,65 @@ def sqlite_database(path: Path | str) -> dict:
     return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
 
 
-def _database_from_url(url: str) -> dict:
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        return sqlite_database(unquote(parts.path) if parts.path not in ("", "/") else GLOBAL_DB_PATH)
-    if parts.scheme in {"postgres", "postgresql", "pgsql"}:
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parts.path.lstrip("/")),
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": 60,
+def database_from_url(url: str) -> dict:
+    """``DATABASE_URL`` as Django settings: PostgreSQL URLs through dj-database-url, SQLite with the options above.
+
+    PostgreSQL gets Django's own
+    connection pool (psycopg_pool), one per process, shared by its threads: a gunicorn worker with 8 threads
+    holds at most ``DATABASE_POOL_MAX_SIZE`` connections instead of one per thread. The pool hands out only
+    connections that pass a check (``CONN_HEALTH_CHECKS``), so a restarted database costs no failed request.
+    Django refuses persistent connections (``CONN_MAX_AGE``) beside a pool; with ``DATABASE_POOL=false`` a
+    connection per thread is kept for a minute instead.
+    """
+    scheme = url.partition(":")[0].lower()
+    if scheme not in {"sqlite", "postgres", "postgresql", "pgsql"}:
+        raise ValueError(f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:// or postgres://)")
+    if scheme == "sqlite":
+        # sqlite:///abs/path as documented here (dj-database-url would read it as a relative path), and
+        # "sqlite://" alone the default file: an in-memory global database would differ in every process.
+        path = unquote(urlsplit(url).path)
+        return sqlite_database(path if path not in ("", "/") else GLOBAL_DB_PATH)
+    pooled = env_bool("DATABASE_POOL", True)
+    database = dict(dj_database_url.parse(url, conn_max_age=0 if pooled else 60, conn_health_checks=True))
+    if pooled:
+        database.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": int(os.environ.get("DATABASE_POOL_MIN_SIZE") or 2),
+            "max_size": int(os.environ.get("DATABASE_POOL_MAX_SIZE") or 10),
+            # Seconds a request waits for a free connection before failing.
+            "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT") or 10),
         }
-    raise ValueError(f"DATABASE_URL scheme {parts.scheme!r} is not supported (use sqlite:// or postgres://)")
+    return database
 
 
 DATABASES = {
-    "default": _database_from_url(os.environ["DATABASE_URL"])
+    "default": database_from_url(os.environ["DATABASE_URL"])
     if os.environ.get("DATABASE_URL")
     else sqlite_database(GLOBAL_DB_PATH)
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     private_db_file(Path(DATABASES["default"]["NAME"]))
 DATABASE_ROUTERS = ["pillbox.routers.LocalBottleRouter"]
+
+
+def caches_from_url(url: str | None) -> dict:
+    """Every counter (throttles, rate limits) and cached lookup lives in the default cache. One process alone:
+    local memory. Several processes or servers: ``REDIS_URL`` puts it in Redis through Django's own backend, so
+    their counts are one count (``cache.add`` + ``cache.incr`` are atomic there) and expiries are Redis's."""
+    if not url:
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "pillbox"}}
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            # Several sites may share one Redis: each sees only its own keys (and /readyz writes only its own).
+            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX") or "pillbox",
+            # A Redis that stops answering fails a request in seconds instead of hanging a worker thread.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+
+
+CACHES = caches_from_url(os.environ.get("REDIS_URL"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 INSTALLED_APPS = [

@@ -6,6 +6,7 @@ from django.utils.module_loading import import_string
 
 from accounts.auth import mcp_caller
 from accounts.oauth_views import account_urlpatterns, oauth_urlpatterns
+from config.health import readyz
 from config.mcp.http import mcp_endpoint
 from config.mcp.server import build_server
 
@@ -31,6 +32,7 @@ urlpatterns = [
     path("pillbox/mcp", mcp_endpoint(_server("pillbox"), mcp_caller), name="mcp-pillbox"),
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon, name="favicon"),
+    path("readyz", readyz, name="readyz"),
     # OAuth 2.1 for remote MCP clients: /.well-known/… and /o/… (namespace "oauth2_provider", which DOT reverses).
     path("", include((oauth_urlpatterns, "oauth2_provider"), namespace="oauth2_provider")),
     *account_urlpatterns,

@@ -12,7 +12,7 @@ import secrets
 import time
 import uuid
 
-from django.db import models
+from django.db import connections, models
 
 from pillbox.exceptions import ValidationFailed
 
@@ -33,6 +33,13 @@ def millisecond_of(value: uuid.UUID) -> int:
 
 def next_id(model: type[models.Model], using: str) -> tuple[uuid.UUID, int]:
     """A new id for ``model`` in database ``using``; call inside the write transaction."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        # SQLite's BEGIN IMMEDIATE already runs one writer at a time; PostgreSQL runs them side by side, and two
+        # transactions (on one server or several) would read the same last id and pick the same millisecond. The
+        # lock is per table and held until commit, so only id choosing waits.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [model._meta.db_table])
     last = model._default_manager.using(using).order_by("-id").values_list("id", flat=True).first()
     ms = time.time_ns() // 1_000_000
     if last is not None:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import anyio
 import mcp_types as types
 from django.conf import settings
+from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server import Server
@@ -134,6 +135,16 @@ def _origin_allowed(origin: str) -> bool:
     return (parts.scheme, parts.hostname, parts.port) in allowed
 
 
+def _release_pooled_connections() -> None:
+    """The tool runs on another thread with a connection of its own: hand this thread's back to the pool first, so
+    that one request never holds two pooled connections (with every request thread holding one, the tools would
+    wait on a full pool). Persistent connections (SQLite, PostgreSQL without the pool) and a connection inside a
+    transaction (a test's) stay as they are."""
+    for connection in connections.all(initialized_only=True):
+        if getattr(connection, "pool", None) is not None and not connection.in_atomic_block:
+            connection.close()
+
+
 def _read_body(request: HttpRequest, limit: int) -> bytes | None:
     """The body, or None when it is over the limit (declared or actual)."""
     try:
@@ -172,6 +183,7 @@ class McpEndpoint:
         caller = self._authenticate(request)
         if isinstance(caller, HttpResponse):
             return caller
+        _release_pooled_connections()
         content_type = request.headers.get("Content-Type", "")
         if not content_type.lower().startswith("application/json"):
             return _json(_error(types.INVALID_REQUEST, "Content-Type must be application/json"), status=415)

@@ -1,0 +1,19 @@
+# The app server image used by compose.yaml (docs/deploy.md): the site, its static files collected at build time
+# (whitenoise serves them), and the README's production command.
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PILLBOX_HOME=/var/lib/pillbox \
+    STATIC_ROOT=/app/staticfiles
+
+WORKDIR /app
+COPY . .
+RUN pip install . \
+ && DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput --verbosity 0 \
+ && useradd --system --home-dir /var/lib/pillbox pillbox \
+ && mkdir -p /var/lib/pillbox && chown pillbox /var/lib/pillbox
+
+USER pillbox
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi", "-w", "2", "--threads", "8", "-b", "0.0.0.0:8000"]
