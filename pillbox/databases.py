@@ -19,6 +19,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from config.bootstrap import file_lock
+from pillbox import original
 from pillbox.exceptions import IncompatibleDb
 from pillbox.routers import LOCAL_ALIAS_PREFIX
 
@@ -48,7 +49,8 @@ def find_local_db(workdir: Path | None) -> Path | None:
     global_file = global_db_file()
     for directory in (start, *start.parents):
         candidate = db_file(directory)
-        if candidate.is_file() and candidate.resolve() != global_file:
+        # Hook (original Pillbox import): the original's global file is never a project's database.
+        if candidate.is_file() and candidate.resolve() != global_file and not original.is_global_original(candidate):
             return candidate.resolve()
         if directory == stop:
             break
@@ -113,7 +115,10 @@ def open_local(path: Path, *, create: bool = False) -> str:
             "This bottle database was written by a newer version of Pillbox; upgrade Pillbox to use it.",
             db_path=str(path),
         )
-    if applied is None and not create:
+    # Hook (original Pillbox import): a project file the original wrote is read (and judged) before anything
+    # is written into it, then gets our schema beside its tables and its memory copied into ours.
+    snapshot = original.local_snapshot(path) if path.exists() else None
+    if applied is None and not create and snapshot is None:
         return alias
     if applied is None or known_migrations() - applied:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,6 +126,8 @@ def open_local(path: Path, *, create: bool = False) -> str:
             applied = applied_migrations(path) or set()
             if known_migrations() - applied:
                 call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
+    if snapshot is not None:
+        original.import_local(snapshot, alias)
     _schema_checked.add(alias)
     return alias
 
