@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -24,7 +25,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
-from tests.clients import run, stdio_client, text_of
+from tests.clients import ROOT, run, stdio_client, text_of
 from tests.pillbox.scenario import (
     http_session,
     local_bottles_over_http_fixture,  # noqa: F401 (a fixture)
@@ -428,3 +429,17 @@ def test_ids_the_original_made_in_the_same_millisecond_both_come_across(alice, l
     command("--home", str(summary["dest"] / "home"), "--user", "alice")
     first, second = Pill.objects.get(pk=notes[0]), Pill.objects.get(pk=twin)
     assert first.seq != second.seq and first.id.hex[:12] == second.id.hex[:12]
+
+
+def test_up_brings_the_original_memory_of_the_person_at_the_machine(tmp_path):
+    summary = build(tmp_path / "fixture", seed=5, pills=1)
+    home = summary["dest"] / "home"
+    before = original_dump(files(summary)["global"])
+    environment = {**os.environ, "HOME": str(home), "PILLBOX_HOME": str(home / ".pillbox"), "PILLBOX_USER": "ada"}
+    environment.pop("DATABASE_URL", None)
+    up = [sys.executable, str(ROOT / "manage.py"), "up", "--no-serve"]
+    first = subprocess.run(up, env=environment, capture_output=True, text=True, check=True).stdout
+    assert f"{NOTICE}1 bottle, 2 prescriptions, 2 pills, 8 capsules, 3 registry entries" in first.splitlines()
+    second = subprocess.run(up, env=environment, capture_output=True, text=True, check=True).stdout
+    assert NOTICE not in second
+    assert original_dump(files(summary)["global"]) == before
