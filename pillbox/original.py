@@ -240,6 +240,27 @@ def _check_version(found: Found) -> None:
     )
 
 
+def only_our_constraints(sender: object, connection: Any, **kwargs: object) -> None:
+    """Django checks every table's foreign keys after each SQLite migration; in a file shared with the original,
+    an orphan row of the original's (it runs with foreign keys unenforced) must not stop our schema from being
+    created beside it. Connected to ``connection_created``: the check then covers our tables only."""
+    if connection.vendor != "sqlite":
+        return
+    check_all = connection.check_constraints
+
+    def check_ours(table_names: list[str] | None = None) -> None:
+        if table_names is None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")
+                tables = [name for (name,) in cursor.fetchall()]
+            theirs = ORIGINAL_TABLES | GLOBAL_TABLES
+            if any(name in theirs for name in tables):
+                table_names = [name for name in tables if name not in theirs]
+        check_all(table_names)
+
+    connection.check_constraints = check_ours
+
+
 # ---------------------------------------------------------------- reading a file
 
 

@@ -443,3 +443,21 @@ def test_up_brings_the_original_memory_of_the_person_at_the_machine(tmp_path):
     second = subprocess.run(up, env=environment, capture_output=True, text=True, check=True).stdout
     assert NOTICE not in second
     assert original_dump(files(summary)["global"]) == before
+
+
+def test_rows_whose_parent_the_original_lost_are_skipped_and_counted(alice, local_bottles_over_http, fixture_home):
+    """The original runs with foreign keys unenforced: a file may hold a pill whose prescription is gone."""
+    summary = fixture_home
+    path = files(summary)["shop"]
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO prescriptions (id, bottle_id, title) VALUES "
+                     "('019b0000-0000-7000-8000-000000000001', '019b0000-0000-7000-8000-00000000dead', 'Lost')")
+        conn.execute("INSERT INTO pills (id, compound, title, content, prescription_id) VALUES "
+                     "('019b0000-0000-7000-8000-000000000002', 'bug', 'Orphan', 'x', "
+                     "'019b0000-0000-7000-8000-00000000beef')")
+        conn.commit()
+    before = original_dump(path)
+    out, err = command("--home", str(summary["dest"] / "home"), "--user", "alice")
+    assert err == ""
+    assert f"{path} (local): imported 1 bottle, 4 prescriptions, 16 pills, 2 skipped" in out
+    assert original_dump(path) == before
