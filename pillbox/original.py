@@ -213,13 +213,26 @@ def is_original(path: Path) -> bool:
         return False
 
 
+_global_originals: dict[tuple[str, int, int], bool] = {}
+
+
 def is_global_original(path: Path) -> bool:
-    """Whether ``path`` is the original's global file (never a project's database, whatever its place)."""
+    """Whether ``path`` is the original's global file (never a project's database, whatever its place).
+
+    Asked on every walk up from the working directory, so the answer is kept per file (a file does not turn
+    into the original's global database)."""
     try:
-        found = recognise(path) if path.is_file() else None
-    except ImportFailed:
+        stat = path.stat()
+    except OSError:
         return False
-    return found is not None and found.kind == OriginalImport.KIND_GLOBAL
+    key = (str(path), stat.st_dev, stat.st_ino)
+    if key not in _global_originals:
+        try:
+            found = recognise(path)
+        except ImportFailed:
+            return False
+        _global_originals[key] = found is not None and found.kind == OriginalImport.KIND_GLOBAL
+    return _global_originals[key]
 
 
 def _check_version(found: Found) -> None:

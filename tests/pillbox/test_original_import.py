@@ -461,3 +461,25 @@ def test_rows_whose_parent_the_original_lost_are_skipped_and_counted(alice, loca
     assert err == ""
     assert f"{path} (local): imported 1 bottle, 4 prescriptions, 16 pills, 2 skipped" in out
     assert original_dump(path) == before
+
+
+def test_the_original_global_file_is_never_taken_for_a_project(tmp_path):
+    """With our data directory elsewhere, the walk up from the home still passes the original's global file."""
+    summary = build(tmp_path / "fixture", seed=9, pills=1)
+    home = summary["dest"] / "home"
+    before = original_dump(files(summary)["global"])
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=home, PILLBOX_HOME=str(tmp_path / "data")) as client:
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            # The registered project's file comes across in the same answer (the registry reaches it).
+            assert listing.startswith(f"{NOTICE}2 bottles, 6 prescriptions, 6 pills, 8 capsules, 3 registry entries")
+            assert "● Notes [global]" in listing and "● Shop [local]" in listing
+            linked = text_of(await client.call_tool("bottle_vinculate", {"directory": str(home)}))
+            assert linked.splitlines()[0] == "error: circular_link"
+            created = text_of(await client.call_tool("bottle_create", {"name": "scratch", "display_name": "S",
+                                                                       "scope": "global"}))
+            assert created.startswith("id: ")
+
+    run(scenario())
+    assert original_dump(files(summary)["global"]) == before
