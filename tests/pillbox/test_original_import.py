@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
 
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 from tests.clients import ROOT, run, stdio_client, text_of
@@ -337,7 +339,8 @@ def our_counts() -> dict[str, int]:
             "registrations": Registration.objects.count(), "records": OriginalImport.objects.count()}
 
 
-def test_import_original_then_http_finds_the_global_memory(site, alice, local_bottles_over_http, fixture_home):
+def test_import_original_then_http_finds_the_global_memory(site, alice, operator, local_bottles_over_http,
+                                                            fixture_home):
     summary = fixture_home
     before = dumps(summary)
     home = summary["dest"] / "home"
@@ -373,6 +376,11 @@ def test_import_original_then_http_finds_the_global_memory(site, alice, local_bo
                 assert (short(capsule["id"]) in found) is (not capsule["discarded"])
 
     run(scenario())
+    # The operator sees what came across from which file.
+    staff = Client()
+    staff.force_login(operator.user)
+    records = staff.get(reverse("admin:pillbox_originalimport_changelist"))
+    assert records.status_code == 200 and str(files(summary)["global"]) in records.content.decode()
     # Run twice: nothing changes, and it says so.
     counts = our_counts()
     out, _ = command("--home", str(home), "--user", "alice")
