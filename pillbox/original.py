@@ -174,7 +174,7 @@ def announce_failure(error: ImportFailed) -> None:
 
 def _read_only(path: Path) -> sqlite3.Connection:
     # mode=ro: whatever happens here, this connection cannot write to the original's file.
-    return sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=60)
+    return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
 
 
 def _unreadable(path: Path, reason: object) -> ImportFailed:
@@ -223,7 +223,7 @@ def is_global_original(path: Path) -> bool:
     into the original's global database)."""
     try:
         stat = path.stat()
-    except OSError:
+    except (OSError, ValueError):
         return False
     key = (str(path), stat.st_dev, stat.st_ino)
     if key not in _global_originals:
