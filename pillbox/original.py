@@ -163,9 +163,17 @@ def _announce(counts: Counts) -> None:
         news.counts = news.counts + counts
 
 
+_told: set[str] = set()
+
+
 def announce_failure(error: ImportFailed) -> None:
+    """A file that could not be imported while others were: told once per process (it is retried on every
+    call, and an agent needs to hear it once, not in every answer)."""
+    if error.message in _told:
+        return
+    _told.add(error.message)
     logger.warning("%s", error.message)
-    if (news := _news.get()) is not None and error.message not in news.failures:
+    if (news := _news.get()) is not None:
         news.failures.append(error.message)
 
 

@@ -294,8 +294,15 @@ def test_a_damaged_project_file_gets_a_clear_error_and_the_rest_still_imports_ov
             # The global file was imported all the same, and said so.
             assert f"{NOTICE}1 bottle, 2 prescriptions, 4 pills, 8 capsules" in answer
         async with stdio_client("pillbox", home=home, cwd=summary["dest"] / "projects") as client:
+            # Reached through the registry, the damaged file is named once and the tools work on.
             found = text_of(await client.call_tool("capsule_search", {"query": "lesson", "limit": 100}))
+            assert found.splitlines()[0] == (f"not imported from the original Pillbox: {paths['shop']} could not be "
+                                             "read (database disk image is malformed); check that it is readable "
+                                             "or restore it from a backup, then run `manage.py import_original` "
+                                             "again. Nothing was imported from it and it was not changed.")
             assert len(ids_in(found)) == len(live(summary, "capsules"))
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            assert listing.startswith("Bottles (3)") and "● Shop [local]" in listing
 
     run(scenario())
     assert paths["shop"].read_bytes() == before  # nothing half-written: not even our schema
