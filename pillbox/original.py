@@ -583,11 +583,16 @@ def import_global(snapshot: Snapshot, *, user: AbstractBaseUser) -> Counts | Non
     return counts
 
 
+def original_global_file() -> Path:
+    """Where the original keeps its global file, whatever PILLBOX_HOME says: the home it ran in."""
+    return Path.home() / ".pillbox" / "pillbox.db"
+
+
 def home_files() -> list[Path]:
-    """Where the original keeps its global file, and our own global file (the same one by default)."""
+    """The original's global file, and our own global file (the same one by default)."""
     from pillbox.databases import global_db_file
 
-    candidates = [Path.home() / ".pillbox" / "pillbox.db", global_db_file()]
+    candidates = [original_global_file(), global_db_file()]
     unique: list[Path] = []
     for candidate in candidates:
         if candidate is not None and candidate.is_file() and candidate.resolve() not in unique:
