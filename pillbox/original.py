@@ -316,6 +316,13 @@ def _required(table: str, row_id: object, column: str, value: object) -> datetim
     return moment
 
 
+def _views(table: str, row_id: object, value: object) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError):
+        raise _BadRow(table, row_id, f"views is not a number ({value!r})") from None
+
+
 def _text(value: object, limit: int | None = None) -> str:
     # The original allows NULL authors (unknown) and longer names and compounds than ours; unknown stays empty.
     text = "" if value is None else str(value)
@@ -353,7 +360,7 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
         snapshot.bottles.append(Bottle(
             id=_uuid("bottles", row_id), name=_text(name, 255), display_name=_text(display_name or name, 255),
             directory=_text(directory), scope=scope, created_at=_required("bottles", row_id, "created_at", created_at),
-            views=max(int(views or 0), 0),
+            views=_views("bottles", row_id, views),
         ))
     bottle_ids = {bottle.id for bottle in snapshot.bottles}
     for row in conn.execute("SELECT id, bottle_id, title, author_name, author_email, started_at, ended_at, "
@@ -367,24 +374,28 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
             author_name=_text(author_name, 255), author_email=_text(author_email, 255),
             started_at=_required("prescriptions", row_id, "started_at", started_at),
             ended_at=_moment("prescriptions", row_id, "ended_at", ended_at),
-            deleted_at=_moment("prescriptions", row_id, "deleted_at", deleted_at), views=max(int(views or 0), 0),
+            deleted_at=_moment("prescriptions", row_id, "deleted_at", deleted_at),
+            views=_views("prescriptions", row_id, views),
         ))
-    prescription_ids = {prescription.id for prescription in snapshot.prescriptions}
+    # Our discard of a prescription discards its pills with it (and restoring it brings them back): a pill the
+    # original left live under a discarded prescription is hidden the same way.
+    discarded_with = {prescription.id: prescription.deleted_at for prescription in snapshot.prescriptions}
     for row in conn.execute("SELECT id, prescription_id, compound, title, content, author_name, author_email, "
                             "created_at, updated_at, deleted_at, views FROM pills ORDER BY id"):
         row_id, prescription_id, compound, title, content, author_name, author_email = row[:7]
         created_at, updated_at, deleted_at, views = row[7:]
-        if _uuid("pills", prescription_id) not in prescription_ids:
+        if _uuid("pills", prescription_id) not in discarded_with:
             snapshot.skipped += 1
             continue
-        pill_id = _uuid("pills", row_id)
+        pill_id, parent = _uuid("pills", row_id), _uuid("pills", prescription_id)
         created = _required("pills", row_id, "created_at", created_at)
         snapshot.pills.append(Pill(
-            id=pill_id, seq=ids.millisecond_of(pill_id), prescription_id=_uuid("pills", prescription_id),
+            id=pill_id, seq=ids.millisecond_of(pill_id), prescription_id=parent,
             compound=_text(compound, 64), title=_text(title, 255), content=_text(content),
             author_name=_text(author_name, 255), author_email=_text(author_email, 255), created_at=created,
             updated_at=_moment("pills", row_id, "updated_at", updated_at) or created,
-            deleted_at=_moment("pills", row_id, "deleted_at", deleted_at), views=max(int(views or 0), 0),
+            deleted_at=_moment("pills", row_id, "deleted_at", deleted_at) or discarded_with[parent],
+            views=_views("pills", row_id, views),
         ))
     if not is_global:
         return
@@ -397,7 +408,7 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
             id=capsule_id, seq=ids.millisecond_of(capsule_id), compound=_text(compound, 64), title=_text(title, 255),
             content=_text(content), created_at=created,
             updated_at=_moment("capsules", row_id, "updated_at", updated_at) or created,
-            deleted_at=_moment("capsules", row_id, "deleted_at", deleted_at), views=max(int(views or 0), 0),
+            deleted_at=_moment("capsules", row_id, "deleted_at", deleted_at), views=_views("capsules", row_id, views),
         ))
     for bottle_id, name, display_name, db_path in conn.execute(
         "SELECT bottle_id, name, display_name, db_path FROM registered_bottles ORDER BY id"

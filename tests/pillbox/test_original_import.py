@@ -498,3 +498,26 @@ def test_the_original_global_file_is_never_taken_for_a_project(tmp_path):
 
     run(scenario())
     assert original_dump(files(summary)["global"]) == before
+
+
+def test_a_row_that_cannot_be_taken_as_it_is_stops_only_its_file(alice, local_bottles_over_http, fixture_home):
+    summary = fixture_home
+    blog = files(summary)["blog"]
+    prescription = next(row["id"] for row in summary["prescriptions"] if row["bottle"] == "blog")
+    with closing(sqlite3.connect(blog)) as conn:
+        conn.execute("INSERT INTO pills (id, compound, title, content, prescription_id) VALUES "
+                     "('pill-1', 'bug', 'Odd', 'x', ?)", (prescription,))
+        conn.commit()
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 file"):
+        call_command("import_original", "--home", str(summary["dest"] / "home"), "--user", "alice",
+                     str(blog.parent.parent), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().startswith(f"error: {blog} holds a row that cannot be imported (pills pill-1: the id is "
+                                     "not a UUID); correct or discard it with the original Pillbox")
+    assert not our_tables(blog)  # nothing of it written, not even our schema
+    assert Pill.objects.count() == sum(1 for pill in summary["pills"] if pill["bottle"] == "notes")
+
+
+def our_tables(path: Path) -> set[str]:
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master") if name.startswith("pillbox_")}
