@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models, transaction
 
 from config.mcp.tools import Caller
-from pillbox import ids
+from pillbox import ids, original
 from pillbox.databases import GLOBAL, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
@@ -76,6 +76,17 @@ def register(*, user: AbstractBaseUser, bottle: Bottle, db_path: Path | None) ->
         return Registration.objects.get(user=user, bottle_id=bottle.id), False
 
 
+def relink(registration: Registration, path: Path) -> None:
+    """Point an unlinked local registration at the file its bottle was found in (the project moved, as the
+    original Pillbox's registry entries often have); a registration whose file still exists is left alone."""
+    if registration.scope != Bottle.SCOPE_LOCAL or registration.db_path == str(path):
+        return
+    if registration.db_path and Path(registration.db_path).is_file():
+        return
+    registration.db_path, registration.directory = str(path), str(path.parent.parent)
+    registration.save(update_fields=["db_path", "directory"])
+
+
 def registration_alias(registration: Registration) -> str | None:
     """The alias of a registered bottle's database, or None when its file is gone (unlinked)."""
     if registration.scope == Bottle.SCOPE_GLOBAL:
@@ -87,6 +98,9 @@ def registration_alias(registration: Registration) -> str | None:
 
 
 def reach_for(caller: Caller) -> Reach:
+    if caller.transport == "stdio":
+        # Hook (original Pillbox import): the home's original global file becomes this user's, once.
+        original.import_home(caller.user)
     local = find_local_db(caller.workdir)
     current, unreadable = GLOBAL, None
     if local is not None:
@@ -104,7 +118,9 @@ def reach_for(caller: Caller) -> Reach:
     for registration in registrations:
         try:
             alias = registration_alias(registration)
-        except IncompatibleDb:  # a newer Pillbox wrote that file: leave it alone, the others still work
+        except IncompatibleDb as exc:  # a newer Pillbox wrote that file: leave it alone, the others still work
+            if isinstance(exc, original.ImportFailed):
+                original.announce_failure(exc)
             continue
         if alias is not None:
             reach.dbs.setdefault(alias, set()).add(registration.bottle_id)
@@ -118,7 +134,12 @@ def _register_found_bottles(caller: Caller, alias: str, path: Path,
     known = {registration.bottle_id for registration in registrations}
     names = {registration.name for registration in registrations}
     added = False
-    for bottle in Bottle.objects.using(alias).exclude(id__in=known):
+    bottles = list(Bottle.objects.using(alias))
+    here = {bottle.id for bottle in bottles}
+    for registration in registrations:
+        if registration.bottle_id in here:
+            relink(registration, path)
+    for bottle in (bottle for bottle in bottles if bottle.id not in known):
         if bottle.name in names:
             # Names are unique among a user's bottles; bottle_vinculate explains the clash when asked.
             logger.warning("not registering bottle %s of %s: the name is taken", bottle.name, path)

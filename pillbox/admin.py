@@ -21,7 +21,7 @@ from pillbox import ids, services
 from pillbox.access import Reach
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError
-from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 
 
 def operator_reach(user: object, bottles: Iterable[uuid.UUID] = ()) -> Reach:
@@ -220,3 +220,23 @@ class RegistrationAdmin(ReadOnlyAdmin):
     @admin.display(description="linked", boolean=True)
     def linked(self, registration: Registration) -> bool:
         return registration.scope == Bottle.SCOPE_GLOBAL or Path(registration.db_path).is_file()
+
+
+@admin.register(OriginalImport)
+class OriginalImportAdmin(admin.ModelAdmin):
+    """What was brought across from the original Pillbox, per file. Kept as written: the record is what stops a
+    file from being imported twice (a purged row would come back)."""
+
+    list_display = ("source", "kind", "username", "imported_at", "bottles", "prescriptions", "pills", "capsules",
+                    "registrations", "skipped")
+    list_filter = ("kind", "imported_at")
+    search_fields = ("source", "username")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

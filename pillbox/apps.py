@@ -1,6 +1,12 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class PillboxConfig(AppConfig):
     name = "pillbox"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from pillbox import original
+
+        connection_created.connect(original.only_our_constraints, dispatch_uid="pillbox_original_constraints")

@@ -23,6 +23,7 @@ from django.db import connections
 
 from config.bootstrap import file_lock
 from config.private import private_db_file, private_dir
+from pillbox import original
 from pillbox.exceptions import IncompatibleDb
 from pillbox.routers import LOCAL_ALIAS_PREFIX
 
@@ -105,7 +106,9 @@ def find_local_db(workdir: Path | None) -> Path | None:
             if reason := untrusted_reason(directory):
                 _report_untrusted(candidate, directory, reason)
                 return None
-            return candidate.resolve()
+            # Hook (original Pillbox import): the original's global file is never a project's database.
+            if not original.is_global_original(candidate):
+                return candidate.resolve()
         if directory == stop:
             break
     return None
@@ -169,7 +172,10 @@ def open_local(path: Path, *, create: bool = False) -> str:
             "This bottle database was written by a newer version of Pillbox; upgrade Pillbox to use it.",
             db_path=str(path),
         )
-    if applied is None and not create:
+    # Hook (original Pillbox import): a project file the original wrote is read (and judged) before anything
+    # is written into it, then gets our schema beside its tables and its memory copied into ours.
+    snapshot = original.local_snapshot(path) if path.exists() else None
+    if applied is None and not create and snapshot is None:
         return alias
     private_dir(path.parent)
     private_db_file(path)
@@ -178,6 +184,8 @@ def open_local(path: Path, *, create: bool = False) -> str:
             applied = applied_migrations(path) or set()
             if known_migrations() - applied:
                 call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
+    if snapshot is not None:
+        original.import_local(snapshot, alias)
     _schema_checked.add(alias)
     return alias
 

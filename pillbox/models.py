@@ -136,3 +136,31 @@ class Registration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.display_name} for {self.user}"
+
+
+
+class OriginalImport(models.Model):
+    """One database file of the original Pillbox whose memory was brought across, and what it held.
+
+    A local file's record lives in that file itself (it travels with the project, so a moved project is not
+    imported twice); the original's global file is recorded in the global database. ``username`` is plain
+    text, not a foreign key: local files have no user table.
+    """
+
+    KIND_GLOBAL = "global"
+    KIND_LOCAL = "local"
+
+    source = models.CharField(max_length=4096, unique=True)
+    kind = models.CharField(max_length=6, choices=[(KIND_GLOBAL, "global"), (KIND_LOCAL, "local")])
+    username = models.CharField(max_length=150, blank=True)
+    schema_version = models.PositiveIntegerField()
+    imported_at = models.DateTimeField()
+    bottles = models.PositiveIntegerField(default=0)
+    prescriptions = models.PositiveIntegerField(default=0)
+    pills = models.PositiveIntegerField(default=0)
+    capsules = models.PositiveIntegerField(default=0)
+    registrations = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.source} imported {self.imported_at:%Y-%m-%d %H:%M}"

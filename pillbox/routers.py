@@ -1,11 +1,12 @@
-"""Local bottle databases hold only bottles, prescriptions and pills; everything else is global."""
+"""Local bottle databases hold only bottles, prescriptions, pills and the record of an import from the original
+Pillbox; everything else is global."""
 
 from __future__ import annotations
 
 from typing import Any
 
 LOCAL_ALIAS_PREFIX = "bottle:"
-LOCAL_MODELS = frozenset({"bottle", "prescription", "pill"})
+LOCAL_MODELS = frozenset({"bottle", "prescription", "pill", "originalimport"})
 
 
 def is_local_alias(alias: str) -> bool:

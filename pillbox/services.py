@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from pillbox import ids, quotas
-from pillbox.access import Reach, locate, locate_capsule, register
+from pillbox import ids, original, quotas
+from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import (
     GLOBAL,
     db_file,
@@ -228,7 +228,12 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
         raise CircularLink("That directory holds the global database, which is always linked.", directory=str(target))
     if not _is_file(path):
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
-    if not has_schema(path):
+    # Hook (original Pillbox import): its global file is the user's global memory, never a project.
+    if original.is_global_original(path):
+        raise CircularLink("That directory holds the original Pillbox's global database, which becomes your "
+                           "global memory by itself.", directory=str(target))
+    # Hook (original Pillbox import): open_local brings a project file of the original across.
+    if not has_schema(path) and not original.is_original(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
     _refuse_untrusted(target)
     alias = open_local(path)
@@ -245,6 +250,8 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
     if not Registration.objects.filter(user=reach.user, bottle_id=bottle.id).exists():
         quotas.check_bottle_room(user=reach.user)
     registration, created = register(user=reach.user, bottle=bottle, db_path=path)
+    if not created:
+        relink(registration, path)  # a moved project linked again from where it now is
     return bottle, registration, created
 
 
@@ -470,7 +477,7 @@ def registration_repair(*, user: object, registration_id: int, directory: str) -
     path = db_file(target)
     if not _is_file(path):
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
-    if not has_schema(path):
+    if not has_schema(path) and not original.is_original(path):  # hook: an original's project file
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
     alias = open_local(path)
     if not Bottle.objects.using(alias).filter(pk=registration.bottle_id).exists():

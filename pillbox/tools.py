@@ -8,7 +8,7 @@ from typing import Any
 
 from config.mcp.arguments import Problem, read_arguments
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import selectors, services, texts
+from pillbox import original, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
@@ -95,14 +95,16 @@ def tool(
         def handler(caller: Caller, arguments: dict[str, Any]) -> str:
             values, problems = read_arguments(schema, arguments, multiline=("content",))
             problems += _blank_problems(values)
-            try:
-                if problems:
-                    raise _problems_error(name, problems, arguments)
-                if unknown := _unknown_arguments(name, schema, arguments):
-                    raise unknown
-                return function(reach_for(caller), **values)
-            except PillboxError as exc:
-                raise ToolFailure(texts.error(exc, hide_paths=hides_server_paths(caller))) from None
+            # Hook (original Pillbox import): an import made while answering is said once, in this answer.
+            with original.announcements() as news:
+                try:
+                    if problems:
+                        raise _problems_error(name, problems, arguments)
+                    if unknown := _unknown_arguments(name, schema, arguments):
+                        raise unknown
+                    return news.before(function(reach_for(caller), **values))
+                except PillboxError as exc:
+                    raise ToolFailure(news.after(texts.error(exc, hide_paths=hides_server_paths(caller)))) from None
 
         TOOLS.append(Tool(name=name, description=description, input_schema=schema, handler=handler,
                           read_only=read_only, destructive=destructive, idempotent=idempotent))

@@ -6,6 +6,7 @@ import pytest
 from django.core.cache import cache
 
 from accounts.services import account_for, apikey_create, user_get_or_create
+from pillbox import original
 from pillbox.databases import forget_local_aliases
 
 
@@ -44,6 +45,14 @@ def _forget_local_databases():
     forget_local_aliases()
     yield
     forget_local_aliases()
+
+
+@pytest.fixture(autouse=True)
+def _never_the_real_home(monkeypatch, tmp_path_factory):
+    """In-process stdio callers look for the original Pillbox's global file in the home: never the real one
+    (subprocess tests set HOME themselves)."""
+    monkeypatch.setattr(original, "original_global_file",
+                        lambda: tmp_path_factory.getbasetemp() / "no-home" / ".pillbox" / "pillbox.db")
 
 
 @pytest.fixture(autouse=True)

@@ -68,6 +68,7 @@ class Command(BaseCommand):
         from accounts.models import ApiKey
         from accounts.services import account_for, apikey_create, user_get_or_create
         from config.bootstrap import ensure_global_db
+        from pillbox import original
 
         listening = listening_url(addrport)
         notes = []
@@ -95,6 +96,10 @@ class Command(BaseCommand):
             user.set_password(password)
             lines.append(f"password: {password}   (shown once; change it with manage.py changepassword {username})")
         user.save()
+        # The person at the machine: the original Pillbox's memory in their home becomes theirs (once).
+        with original.announcements() as news:
+            original.import_home(user)
+        lines += news.lines()
         lines.append(f"uid: {account_for(user).uid}")
         if not ApiKey.objects.alive().filter(user=user).exists():
             _, key = apikey_create(user=user, name="first key")

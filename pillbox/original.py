@@ -1,0 +1,635 @@
+"""Memory written by the original Pillbox (the Rust core with its Node MCP front), brought across.
+
+The original keeps its files exactly where we keep ours: ``~/.pillbox/pillbox.db`` (global: capsules, global
+bottles, its registry of projects) and ``<project>/.pillbox/pillbox.db`` (one local bottle). A file is
+recognised by its tables and its ``schema_migrations``, never by its path. The first time one is met, its rows
+are copied into our tables — same ids, timestamps, views, authors and soft-delete state — in one transaction
+that also writes a record of what was copied, so it happens once per file.
+
+The original's tables are only ever read, through a read-only connection, and never altered: no renames, no
+triggers, no rows. Our tables live beside them in the same file (a local file always had to hold ours; the
+global file does too when ``PILLBOX_HOME`` is ``~/.pillbox``), and the original ignores tables it does not know,
+so its binary keeps working on its file. From the import on, the two copies are independent.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, models, transaction
+from django.db.utils import DatabaseError, OperationalError, ProgrammingError
+from django.utils import timezone
+
+from pillbox import ids
+from pillbox.exceptions import IncompatibleDb
+from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+logger = logging.getLogger("pillbox")
+
+GLOBAL = "default"
+ORIGINAL_TABLES = frozenset({"bottles", "prescriptions", "pills", "schema_migrations"})
+GLOBAL_TABLES = frozenset({"capsules", "registered_bottles"})
+KNOWN_VERSIONS = frozenset({1})
+RECORD_TABLE = OriginalImport._meta.db_table
+CHUNK = 500
+AGAIN = "then run `manage.py import_original` again"
+
+
+class ImportFailed(IncompatibleDb):
+    """A file of the original Pillbox that cannot be brought across; nothing of it was written."""
+
+
+@dataclass(frozen=True)
+class Found:
+    path: Path
+    kind: str  # OriginalImport.KIND_GLOBAL or KIND_LOCAL
+    version: int
+    recorded: bool  # the file carries our record of its import (local files)
+
+
+@dataclass
+class Counts:
+    bottles: int = 0
+    prescriptions: int = 0
+    pills: int = 0
+    capsules: int = 0
+    registrations: int = 0
+    skipped: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+    def phrase(self) -> str:
+        parts = [_plural(self.bottles, "bottle"), _plural(self.prescriptions, "prescription"),
+                 _plural(self.pills, "pill")]
+        if self.capsules:
+            parts.append(_plural(self.capsules, "capsule"))
+        if self.registrations:
+            parts.append(_plural(self.registrations, "registry entry", "registry entries"))
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        return ", ".join(parts)
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    bottle_id: uuid.UUID
+    name: str
+    display_name: str
+    db_path: str
+
+    @property
+    def directory(self) -> str:
+        folder = Path(self.db_path).parent
+        return str(folder.parent if folder.name == ".pillbox" else folder)
+
+
+@dataclass
+class Snapshot:
+    """Everything one file of the original holds, already parsed into our rows (not yet saved)."""
+
+    found: Found
+    bottles: list[Bottle] = field(default_factory=list)
+    prescriptions: list[Prescription] = field(default_factory=list)
+    pills: list[Pill] = field(default_factory=list)
+    capsules: list[Capsule] = field(default_factory=list)
+    registry: list[RegistryEntry] = field(default_factory=list)
+    skipped: int = 0  # rows whose bottle or prescription the file does not hold
+
+    def counts(self) -> Counts:
+        registrations = len(self.registry) + (len(self.bottles) if self.found.kind == OriginalImport.KIND_GLOBAL else 0)
+        return Counts(len(self.bottles), len(self.prescriptions), len(self.pills), len(self.capsules),
+                      registrations, self.skipped)
+
+
+# ---------------------------------------------------------------- telling the agent, once
+
+
+class News:
+    """What the imports of one tool call did, for the first lines of its answer."""
+
+    def __init__(self) -> None:
+        self.counts = Counts()
+        self.failures: list[str] = []
+
+    def lines(self) -> list[str]:
+        done = [f"imported from the original Pillbox: {self.counts.phrase()}"] if self.counts else []
+        return done + [f"not imported from the original Pillbox: {failure}" for failure in self.failures]
+
+    def before(self, text: str) -> str:
+        lines = self.lines()
+        return "\n".join(lines) + "\n\n" + text if lines else text
+
+    def after(self, text: str) -> str:
+        lines = self.lines()
+        return text + "\n\n" + "\n".join(lines) if lines else text
+
+
+_news: ContextVar[News | None] = ContextVar("pillbox_original_news", default=None)
+
+
+@contextmanager
+def announcements() -> Iterator[News]:
+    """Collect what imports happen inside the block (outside one, they are only logged)."""
+    news = News()
+    token = _news.set(news)
+    try:
+        yield news
+    finally:
+        _news.reset(token)
+
+
+def _announce(counts: Counts) -> None:
+    if (news := _news.get()) is not None:
+        news.counts = news.counts + counts
+
+
+_told: set[str] = set()
+
+
+def announce_failure(error: ImportFailed) -> None:
+    """A file that could not be imported while others were: told once per process (it is retried on every
+    call, and an agent needs to hear it once, not in every answer)."""
+    if error.message in _told:
+        return
+    _told.add(error.message)
+    logger.warning("%s", error.message)
+    if (news := _news.get()) is not None:
+        news.failures.append(error.message)
+
+
+# ---------------------------------------------------------------- recognising a file
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    # mode=ro: whatever happens here, this connection cannot write to the original's file.
+    return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
+
+
+def _unreadable(path: Path, reason: object) -> ImportFailed:
+    return ImportFailed(
+        f"{path} could not be read ({reason}); check that it is readable or restore it from a backup, {AGAIN}. "
+        "Nothing was imported from it and it was not changed.",
+        db_path=str(path),
+    )
+
+
+def recognise(path: Path) -> Found | None:
+    """The original Pillbox's file at ``path``, or None when the file is something else.
+
+    Raises ImportFailed when the file exists but cannot be read as a database at all.
+    """
+    try:
+        with closing(_read_only(path)) as conn:
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not ORIGINAL_TABLES <= tables:
+                return None
+            version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+            recorded = RECORD_TABLE in tables and bool(
+                conn.execute(f"SELECT 1 FROM {RECORD_TABLE} WHERE kind = ? LIMIT 1",
+                             (OriginalImport.KIND_LOCAL,)).fetchone()
+            )
+    except sqlite3.DatabaseError as exc:
+        raise _unreadable(path, exc) from None
+    kind = OriginalImport.KIND_GLOBAL if GLOBAL_TABLES <= tables else OriginalImport.KIND_LOCAL
+    return Found(path=path, kind=kind, version=int(version or 0), recorded=recorded)
+
+
+def is_original(path: Path) -> bool:
+    try:
+        return recognise(path) is not None
+    except ImportFailed:
+        return False
+
+
+_global_originals: dict[tuple[str, int, int], bool] = {}
+
+
+def is_global_original(path: Path) -> bool:
+    """Whether ``path`` is the original's global file (never a project's database, whatever its place).
+
+    Asked on every walk up from the working directory, so the answer is kept per file (a file does not turn
+    into the original's global database)."""
+    try:
+        stat = path.stat()
+    except (OSError, ValueError):
+        return False
+    key = (str(path), stat.st_dev, stat.st_ino)
+    if key not in _global_originals:
+        try:
+            found = recognise(path)
+        except ImportFailed:
+            return False
+        _global_originals[key] = found is not None and found.kind == OriginalImport.KIND_GLOBAL
+    return _global_originals[key]
+
+
+def _check_version(found: Found) -> None:
+    if found.version in KNOWN_VERSIONS:
+        return
+    newest = max(KNOWN_VERSIONS)
+    if found.version > newest:
+        raise ImportFailed(
+            f"{found.path} was written by a newer version of the original Pillbox (its schema version "
+            f"{found.version}; this Pillbox imports version {newest}); upgrade Pillbox to import it. "
+            "Nothing was imported from it and it was not changed.",
+            db_path=str(found.path),
+        )
+    raise ImportFailed(
+        f"{found.path} records no schema version this Pillbox knows ({found.version}); open it once with the "
+        f"original Pillbox so it finishes its own migrations, {AGAIN}. Nothing was imported from it.",
+        db_path=str(found.path),
+    )
+
+
+def only_our_constraints(sender: object, connection: Any, **kwargs: object) -> None:
+    """Django checks every table's foreign keys after each SQLite migration; in a file shared with the original,
+    an orphan row of the original's (it runs with foreign keys unenforced) must not stop our schema from being
+    created beside it. Connected to ``connection_created``: the check then covers our tables only."""
+    if connection.vendor != "sqlite":
+        return
+    check_all = connection.check_constraints
+
+    def check_ours(table_names: list[str] | None = None) -> None:
+        if table_names is None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")
+                tables = [name for (name,) in cursor.fetchall()]
+            theirs = ORIGINAL_TABLES | GLOBAL_TABLES
+            if any(name in theirs for name in tables):
+                table_names = [name for name in tables if name not in theirs]
+        check_all(table_names)
+
+    connection.check_constraints = check_ours
+
+
+# ---------------------------------------------------------------- reading a file
+
+
+class _BadRow(Exception):
+    def __init__(self, table: str, row_id: object, reason: str) -> None:
+        super().__init__(f"{table} {row_id}: {reason}")
+
+
+def _uuid(table: str, value: object) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError):
+        raise _BadRow(table, value, "the id is not a UUID") from None
+
+
+def _moment(table: str, row_id: object, column: str, value: object) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, int | float):
+            return datetime.fromtimestamp(value, UTC)
+        moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except (ValueError, OSError, OverflowError):
+        raise _BadRow(table, row_id, f"{column} is not a date ({value!r})") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _required(table: str, row_id: object, column: str, value: object) -> datetime:
+    moment = _moment(table, row_id, column, value)
+    if moment is None:
+        raise _BadRow(table, row_id, f"{column} is empty")
+    return moment
+
+
+def _views(table: str, row_id: object, value: object) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError):
+        raise _BadRow(table, row_id, f"views is not a number ({value!r})") from None
+
+
+def _text(value: object, limit: int | None = None) -> str:
+    # The original allows NULL authors (unknown) and longer names and compounds than ours; unknown stays empty.
+    text = "" if value is None else str(value)
+    return text[:limit] if limit else text
+
+
+def read(found: Found) -> Snapshot:
+    """Every bottle, prescription, pill, capsule and registry entry of the file, parsed; ImportFailed if any
+    row cannot be taken as it is (then nothing of the file is imported)."""
+    _check_version(found)
+    snapshot = Snapshot(found=found)
+    try:
+        with closing(_read_only(found.path)) as conn:
+            conn.execute("BEGIN")  # one read transaction: a consistent picture while the original may write
+            _read_rows(conn, snapshot)
+            conn.rollback()
+    except sqlite3.DatabaseError as exc:
+        raise _unreadable(found.path, exc) from None
+    except _BadRow as exc:
+        raise ImportFailed(
+            f"{found.path} holds a row that cannot be imported ({exc}); correct or discard it with the original "
+            f"Pillbox, {AGAIN}. Nothing was imported from it and it was not changed.",
+            db_path=str(found.path),
+        ) from None
+    return snapshot
+
+
+def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
+    is_global = snapshot.found.kind == OriginalImport.KIND_GLOBAL
+    for row in conn.execute("SELECT id, name, display_name, directory, scope, created_at, views FROM bottles "
+                            "ORDER BY id"):
+        row_id, name, display_name, directory, scope, created_at, views = row
+        # Everything in the original's global file is a global bottle, and lives in our global database.
+        scope = Bottle.SCOPE_GLOBAL if is_global else (scope if scope in {"local", "global"} else "local")
+        snapshot.bottles.append(Bottle(
+            id=_uuid("bottles", row_id), name=_text(name, 255), display_name=_text(display_name or name, 255),
+            directory=_text(directory), scope=scope, created_at=_required("bottles", row_id, "created_at", created_at),
+            views=_views("bottles", row_id, views),
+        ))
+    bottle_ids = {bottle.id for bottle in snapshot.bottles}
+    for row in conn.execute("SELECT id, bottle_id, title, author_name, author_email, started_at, ended_at, "
+                            "deleted_at, views FROM prescriptions ORDER BY id"):
+        row_id, bottle_id, title, author_name, author_email, started_at, ended_at, deleted_at, views = row
+        if _uuid("prescriptions", bottle_id) not in bottle_ids:
+            snapshot.skipped += 1
+            continue
+        snapshot.prescriptions.append(Prescription(
+            id=_uuid("prescriptions", row_id), bottle_id=_uuid("prescriptions", bottle_id), title=_text(title, 255),
+            author_name=_text(author_name, 255), author_email=_text(author_email, 255),
+            started_at=_required("prescriptions", row_id, "started_at", started_at),
+            ended_at=_moment("prescriptions", row_id, "ended_at", ended_at),
+            deleted_at=_moment("prescriptions", row_id, "deleted_at", deleted_at),
+            views=_views("prescriptions", row_id, views),
+        ))
+    # Our discard of a prescription discards its pills with it (and restoring it brings them back): a pill the
+    # original left live under a discarded prescription is hidden the same way.
+    discarded_with = {prescription.id: prescription.deleted_at for prescription in snapshot.prescriptions}
+    for row in conn.execute("SELECT id, prescription_id, compound, title, content, author_name, author_email, "
+                            "created_at, updated_at, deleted_at, views FROM pills ORDER BY id"):
+        row_id, prescription_id, compound, title, content, author_name, author_email = row[:7]
+        created_at, updated_at, deleted_at, views = row[7:]
+        if _uuid("pills", prescription_id) not in discarded_with:
+            snapshot.skipped += 1
+            continue
+        pill_id, parent = _uuid("pills", row_id), _uuid("pills", prescription_id)
+        created = _required("pills", row_id, "created_at", created_at)
+        snapshot.pills.append(Pill(
+            id=pill_id, seq=ids.millisecond_of(pill_id), prescription_id=parent,
+            compound=_text(compound, 64), title=_text(title, 255), content=_text(content),
+            author_name=_text(author_name, 255), author_email=_text(author_email, 255), created_at=created,
+            updated_at=_moment("pills", row_id, "updated_at", updated_at) or created,
+            deleted_at=_moment("pills", row_id, "deleted_at", deleted_at) or discarded_with[parent],
+            views=_views("pills", row_id, views),
+        ))
+    if not is_global:
+        return
+    for row in conn.execute("SELECT id, compound, title, content, created_at, updated_at, deleted_at, views "
+                            "FROM capsules ORDER BY id"):
+        row_id, compound, title, content, created_at, updated_at, deleted_at, views = row
+        capsule_id = _uuid("capsules", row_id)
+        created = _required("capsules", row_id, "created_at", created_at)
+        snapshot.capsules.append(Capsule(
+            id=capsule_id, seq=ids.millisecond_of(capsule_id), compound=_text(compound, 64), title=_text(title, 255),
+            content=_text(content), created_at=created,
+            updated_at=_moment("capsules", row_id, "updated_at", updated_at) or created,
+            deleted_at=_moment("capsules", row_id, "deleted_at", deleted_at), views=_views("capsules", row_id, views),
+        ))
+    for bottle_id, name, display_name, db_path in conn.execute(
+        "SELECT bottle_id, name, display_name, db_path FROM registered_bottles ORDER BY id"
+    ):
+        snapshot.registry.append(RegistryEntry(
+            bottle_id=_uuid("registered_bottles", bottle_id), name=_text(name, 255),
+            display_name=_text(display_name or name, 255), db_path=_text(db_path),
+        ))
+
+
+# ---------------------------------------------------------------- writing our rows
+
+
+def _chunks(values: list[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start:start + CHUNK]
+
+
+def _existing(model: type[models.Model], alias: str, column: str, values: Iterable[Any]) -> set[Any]:
+    found: set[Any] = set()
+    for chunk in _chunks(list(values)):
+        found.update(model._default_manager.using(alias).filter(**{f"{column}__in": chunk})
+                     .values_list(column, flat=True))
+    return found
+
+
+def _new_rows(model: type[models.Model], alias: str, rows: list[Any]) -> list[Any]:
+    """The rows whose id the database does not hold yet (a row already there is left as it is)."""
+    taken = _existing(model, alias, "id", [row.id for row in rows])
+    return [row for row in rows if row.id not in taken]
+
+
+def _give_free_seqs(model: type[models.Model], alias: str, rows: list[Any]) -> None:
+    """``seq`` is the creation millisecond, unique per table; ids the original made in the same millisecond
+    (or that meet one of ours) take the next free one, which only the index key ever sees."""
+    taken = _existing(model, alias, "seq", [row.seq for row in rows])
+    for row in rows:
+        while row.seq in taken:
+            row.seq += 1
+            if _existing(model, alias, "seq", [row.seq]):
+                taken.add(row.seq)
+        taken.add(row.seq)
+
+
+def _save(model: type[models.Model], alias: str, rows: list[Any]) -> int:
+    # Plain INSERTs, so the full-text triggers on our tables index every row as it arrives.
+    model._default_manager.using(alias).bulk_create(rows, batch_size=CHUNK)
+    return len(rows)
+
+
+def _save_memory(alias: str, snapshot: Snapshot) -> Counts:
+    bottles = _new_rows(Bottle, alias, snapshot.bottles)
+    prescriptions = _new_rows(Prescription, alias, snapshot.prescriptions)
+    pills = _new_rows(Pill, alias, snapshot.pills)
+    _give_free_seqs(Pill, alias, pills)
+    return Counts(bottles=_save(Bottle, alias, bottles), prescriptions=_save(Prescription, alias, prescriptions),
+                  pills=_save(Pill, alias, pills), skipped=snapshot.skipped)
+
+
+def _record(alias: str, snapshot: Snapshot, counts: Counts, username: str) -> None:
+    OriginalImport.objects.using(alias).create(
+        source=str(snapshot.found.path), kind=snapshot.found.kind, username=username,
+        schema_version=snapshot.found.version, imported_at=timezone.now(), bottles=counts.bottles,
+        prescriptions=counts.prescriptions, pills=counts.pills, capsules=counts.capsules,
+        registrations=counts.registrations, skipped=counts.skipped,
+    )
+
+
+def _log(snapshot: Snapshot, counts: Counts) -> None:
+    logger.info("imported %s from the original Pillbox file %s", counts.phrase(), snapshot.found.path)
+
+
+# ---------------------------------------------------------------- a project's file
+
+
+def local_snapshot(path: Path) -> Snapshot | None:
+    """What the original's project file at ``path`` holds, when it was never imported; None for any other
+    file (ours, a global file, or one our own checks will judge). ImportFailed for a file that cannot be."""
+    try:
+        found = recognise(path)
+    except ImportFailed:
+        return None  # not readable as a database at all: the usual checks on our own files answer that
+    if found is None or found.recorded:
+        return None
+    if found.kind == OriginalImport.KIND_GLOBAL:
+        raise ImportFailed(
+            f"{path} is the original Pillbox's global database, not a project's: its memory becomes your global "
+            "memory (run `manage.py import_original`).",
+            db_path=str(path),
+        )
+    return read(found)
+
+
+def import_local(snapshot: Snapshot, alias: str) -> Counts | None:
+    """Copy a project file's memory into our tables in the same file; None when another process already did."""
+    try:
+        with transaction.atomic(using=alias):
+            if OriginalImport.objects.using(alias).filter(kind=OriginalImport.KIND_LOCAL).exists():
+                return None
+            counts = _save_memory(alias, snapshot)
+            _record(alias, snapshot, counts, username="")
+    except IntegrityError:
+        if OriginalImport.objects.using(alias).filter(kind=OriginalImport.KIND_LOCAL).exists():
+            return None
+        raise
+    _log(snapshot, counts)
+    _announce(counts)
+    return counts
+
+
+# ---------------------------------------------------------------- the global file
+
+
+def imported_record(path: Path) -> OriginalImport | None:
+    """The record of an earlier import of the original's global file at ``path``."""
+    try:
+        return OriginalImport.objects.using(GLOBAL).filter(source=str(path)).first()
+    except (OperationalError, ProgrammingError):  # the global database has no schema yet (a dry run)
+        return None
+
+
+def global_snapshot(path: Path) -> Snapshot | None:
+    """What the original's global file at ``path`` holds; None when it is not one."""
+    found = recognise(path)
+    if found is None or found.kind != OriginalImport.KIND_GLOBAL:
+        return None
+    return read(found)
+
+
+def _register(user: AbstractBaseUser, entries: list[Registration]) -> tuple[int, int]:
+    """Add registry entries for ``user``; a bottle already registered stays as it is, and a name the user
+    already gives another bottle is skipped (names are unique among a user's bottles)."""
+    mine = {registration.bottle_id: registration.name for registration in Registration.objects.filter(user=user)}
+    names = set(mine.values())
+    added = skipped = 0
+    for entry in entries:
+        if entry.bottle_id in mine:
+            continue
+        if entry.name in names:
+            logger.warning("not registering the original's bottle %s for %s: the name is taken", entry.name, user)
+            skipped += 1
+            continue
+        entry.user = user
+        entry.save(using=GLOBAL)
+        mine[entry.bottle_id] = entry.name
+        names.add(entry.name)
+        added += 1
+    return added, skipped
+
+
+def import_global(snapshot: Snapshot, *, user: AbstractBaseUser) -> Counts | None:
+    """Copy the original's global file into the global database for ``user``: its bottles become their global
+    bottles, its capsules their capsules, its registry their registrations. None when already imported."""
+    source = str(snapshot.found.path)
+    for capsule in snapshot.capsules:
+        capsule.owner = user
+    registrations = [
+        Registration(bottle_id=bottle.id, name=bottle.name, display_name=bottle.display_name,
+                     scope=Bottle.SCOPE_GLOBAL, directory=bottle.directory, db_path="")
+        for bottle in snapshot.bottles
+    ] + [
+        Registration(bottle_id=entry.bottle_id, name=entry.name, display_name=entry.display_name,
+                     scope=Bottle.SCOPE_LOCAL, directory=entry.directory, db_path=entry.db_path)
+        for entry in snapshot.registry
+    ]
+    try:
+        with transaction.atomic(using=GLOBAL):
+            if OriginalImport.objects.using(GLOBAL).filter(source=source).exists():
+                return None
+            counts = _save_memory(GLOBAL, snapshot)
+            capsules = _new_rows(Capsule, GLOBAL, snapshot.capsules)
+            _give_free_seqs(Capsule, GLOBAL, capsules)
+            counts.capsules = _save(Capsule, GLOBAL, capsules)
+            counts.registrations, skipped = _register(user, registrations)
+            counts.skipped += skipped
+            _record(GLOBAL, snapshot, counts, username=user.get_username())
+    except IntegrityError:
+        if OriginalImport.objects.using(GLOBAL).filter(source=source).exists():
+            return None  # another process imported it at the same moment
+        raise
+    _log(snapshot, counts)
+    _announce(counts)
+    return counts
+
+
+def original_global_file() -> Path:
+    """Where the original keeps its global file, whatever PILLBOX_HOME says: the home it ran in."""
+    return Path.home() / ".pillbox" / "pillbox.db"
+
+
+def home_files() -> list[Path]:
+    """The original's global file, and our own global file (the same one by default)."""
+    from pillbox.databases import global_db_file
+
+    candidates = [original_global_file(), global_db_file()]
+    unique: list[Path] = []
+    for candidate in candidates:
+        if candidate is not None and candidate.is_file() and candidate.resolve() not in unique:
+            unique.append(candidate.resolve())
+    return unique
+
+
+_home_checked: set[tuple[str, object]] = set()
+
+
+def import_home(user: AbstractBaseUser) -> None:
+    """Over stdio the process runs as the person whose home it is: their original global file becomes theirs
+    the first time they connect. Checked once per process; a failure is told once and the tools work on."""
+    for path in home_files():
+        key = (str(path), user.pk)
+        if key in _home_checked:
+            continue
+        _home_checked.add(key)
+        try:
+            if imported_record(path) is not None:
+                continue
+            snapshot = global_snapshot(path)
+            if snapshot is not None:
+                import_global(snapshot, user=user)
+        except ImportFailed as exc:
+            announce_failure(exc)
+        except DatabaseError as exc:
+            logger.exception("importing the original Pillbox file %s failed", path)
+            announce_failure(_unreadable(path, exc))

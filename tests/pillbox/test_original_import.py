@@ -1,0 +1,523 @@
+"""Coming from the original Pillbox: a home and projects it wrote appear whole, the first time they are met.
+
+The fixture builder writes databases exactly as the original leaves them on disk; the tests play the person who
+ran it (HOME pointed at its home) through the SDK's own client over stdio and HTTP, and prove the original's
+own tables are byte-for-byte unchanged afterwards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
+
+from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
+from tests.clients import ROOT, run, stdio_client, text_of
+from tests.pillbox.scenario import (
+    http_session,
+    local_bottles_over_http_fixture,  # noqa: F401 (a fixture)
+    site_fixture,  # noqa: F401 (a fixture)
+)
+
+BUILDER = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "original-pillbox" / "make_original.py"
+ORIGINAL_OBJECTS = re.compile(r"(bottles|prescriptions|pills|capsules|registered_bottles|schema_migrations)"
+                              r"(_fts.*)?$|idx_.*|(pills|capsules)_a[iud]$")
+NOTICE = "imported from the original Pillbox: "
+
+pytestmark = pytest.mark.skipif(not BUILDER.is_file(), reason=f"the fixture builder {BUILDER} is missing")
+
+
+# ---------------------------------------------------------------- the fixture and what it wrote
+
+
+def build(dest: Path, *, seed: int, pills: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, str(BUILDER), str(dest), "--seed", str(seed), "--pills", str(pills)],
+                         check=True, capture_output=True, text=True).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    summary["dest"] = dest.resolve()
+    return summary
+
+
+def files(summary: dict[str, Any]) -> dict[str, Path]:
+    dest = summary["dest"]
+    return {"global": dest / "home" / ".pillbox" / "pillbox.db",
+            "shop": dest / "projects" / "shop" / ".pillbox" / "pillbox.db",
+            "blog": dest / "projects" / "blog" / ".pillbox" / "pillbox.db"}
+
+
+def short(full: str) -> str:
+    return full.replace("-", "")[:12]
+
+
+def original_dump(path: Path) -> list[Any]:
+    """The original's schema objects and every row of its tables (FTS shadow tables included), plus its
+    AUTOINCREMENT counter: what must not change by a single byte."""
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        objects = sorted(row for row in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+                         if ORIGINAL_OBJECTS.fullmatch(row[1]))
+        dump: list[Any] = [objects]
+        for kind, name, _, sql in objects:
+            if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
+                dump.append((name, sorted(map(repr, conn.execute(f'SELECT * FROM "{name}"')))))
+        # sqlite_sequence is SQLite's, shared with our tables (it may appear with them); the original's rows in it
+        # must not change.
+        sequence = conn.execute("SELECT name FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone()
+        counters = conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall() if sequence else []
+        dump.append(sorted(row for row in counters if ORIGINAL_OBJECTS.fullmatch(row[0])))
+    return dump
+
+
+def dumps(summary: dict[str, Any]) -> dict[str, list[Any]]:
+    return {name: original_dump(path) for name, path in files(summary).items()}
+
+
+def original_rows(path: Path, table: str) -> dict[str, dict[str, Any]]:
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        conn.row_factory = sqlite3.Row
+        return {row["id"].replace("-", ""): dict(row) for row in conn.execute(f"SELECT * FROM {table}")}
+
+
+def our_rows(path: Path, table: str) -> dict[str, dict[str, Any]]:
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        conn.row_factory = sqlite3.Row
+        return {row["id"]: dict(row) for row in conn.execute(f"SELECT * FROM pillbox_{table}")}
+
+
+def moment(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def assert_carried_over(original: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]], stamps: list[str],
+                        *, authors: bool = True) -> None:
+    """Same ids, same timestamps, same views, NULL authors still unknown."""
+    assert set(ours) == set(original)
+    for key, row in original.items():
+        mine = ours[key]
+        for column in stamps:
+            assert moment(mine[column]) == moment(row[column]), (key, column)
+        assert mine["views"] == row["views"]
+        if authors:
+            assert (mine["author_name"], mine["author_email"]) == (row["author_name"] or "", row["author_email"] or "")
+
+
+def ids_in(text: str) -> list[str]:
+    return re.findall(r"^\s*id: ([0-9a-f]{12})", text, flags=re.MULTILINE)
+
+
+def live(summary: dict[str, Any], kind: str, **where: str) -> list[dict[str, Any]]:
+    return [row for row in summary[kind] if not row.get("discarded") and row.get("state") != "discarded"
+            and all(row.get(key) == value for key, value in where.items())]
+
+
+# ---------------------------------------------------------------- what an agent sees
+
+
+async def check_what_an_agent_sees(client: Any, summary: dict[str, Any], bottles: list[str]) -> None:
+    async def call(tool: str, **arguments: Any) -> str:
+        result = await client.call_tool(tool, arguments)
+        return text_of(result)
+
+    for bottle in (row for row in summary["bottles"] if row["name"] in bottles):
+        context = await call("bottle_context", bottle_id=short(bottle["id"]))
+        prescriptions = [row for row in summary["prescriptions"] if row["bottle"] == bottle["name"]]
+        shown = ids_in(context)
+        alive = [short(row["id"]) for row in prescriptions if row["state"] != "discarded"]
+        assert shown == sorted(alive, reverse=True), context  # newest first, the discarded one left out
+        for row in prescriptions:
+            if row["state"] == "discarded":
+                assert short(row["id"]) not in context
+                continue
+            assert f"[{row['state']}]" in context.split(f"id: {short(row['id'])}")[1].splitlines()[1]
+            pills = [short(pill["id"]) for pill in live(summary, "pills", bottle=bottle["name"])
+                     if pill["id"] in summary["_pills_by_rx"][row["id"]]]
+            answer = await call("prescription_context", prescription_id=row["id"])
+            assert ids_in(answer)[1:] == sorted(pills, reverse=True), answer
+    for pill in (row for row in summary["pills"] if row["bottle"] in bottles):
+        word = pill["title"].split()[0]
+        found = ids_in(await call("pill_search", query=word, limit=100))
+        read_full = await call("pill_read", id=pill["id"])
+        read_short = await call("pill_read", id=short(pill["id"]))
+        if pill["discarded"]:
+            assert short(pill["id"]) not in found
+            assert read_full.startswith("error: not_found") and read_short.startswith("error: not_found")
+        else:
+            assert short(pill["id"]) in found, (word, pill)
+            assert f"title: {pill['title']}" in read_full and read_full == read_short
+
+
+def index_pills_by_prescription(summary: dict[str, Any]) -> None:
+    by_rx: dict[str, set[str]] = {}
+    with closing(sqlite3.connect(f"{files(summary)['global'].as_uri()}?mode=ro", uri=True)) as conn:
+        rows = list(conn.execute("SELECT id, prescription_id FROM pills"))
+    for name in ("shop", "blog"):
+        with closing(sqlite3.connect(f"{files(summary)[name].as_uri()}?mode=ro", uri=True)) as conn:
+            rows += list(conn.execute("SELECT id, prescription_id FROM pills"))
+    for pill_id, prescription_id in rows:
+        by_rx.setdefault(prescription_id, set()).add(pill_id)
+    summary["_pills_by_rx"] = by_rx
+
+
+async def check_capsules(client: Any, summary: dict[str, Any]) -> None:
+    for capsule in summary["capsules"]:
+        word = capsule["title"].split()[1]
+        found = ids_in(text_of(await client.call_tool("capsule_search", {"query": word, "limit": 100})))
+        read = text_of(await client.call_tool("capsule_read", {"id": capsule["id"]}))
+        if capsule["discarded"]:
+            assert short(capsule["id"]) not in found and read.startswith("error: not_found")
+        else:
+            assert short(capsule["id"]) in found and f"title: {capsule['title']}" in read
+
+
+def bottle_lines(listing: str) -> dict[str, str]:
+    return {line.split()[1]: line for line in listing.splitlines() if line[:1] and line[:1] in "●○"}
+
+
+
+def check_rows(summary: dict[str, Any], name: str, ours_file: Path) -> None:
+    """Row for row what the original wrote in one file: ids, timestamps, views (before any read counts one),
+    authors, discarded state, a bottle's scope and directory."""
+    path = files(summary)[name]
+    for key, row in original_rows(path, "bottles").items():
+        mine = our_rows(ours_file, "bottle")[key]
+        assert (mine["views"], moment(mine["created_at"]), mine["directory"], mine["name"]) == \
+            (row["views"], moment(row["created_at"]), row["directory"], row["name"])
+        assert mine["scope"] == ("global" if name == "global" else "local")
+    ours = {key: row for key, row in our_rows(ours_file, "prescription").items()
+            if row["bottle_id"] in original_rows(path, "bottles")}
+    assert_carried_over(original_rows(path, "prescriptions"), ours, ["started_at", "ended_at", "deleted_at"])
+    rx = set(ours)
+    pills = {key: row for key, row in our_rows(ours_file, "pill").items() if row["prescription_id"] in rx}
+    assert_carried_over(original_rows(path, "pills"), pills, ["created_at", "updated_at", "deleted_at"])
+    if name == "global":
+        assert_carried_over(original_rows(path, "capsules"), our_rows(ours_file, "capsule"),
+                            ["created_at", "updated_at", "deleted_at"], authors=False)
+
+
+# ---------------------------------------------------------------- over stdio, as a new user would
+
+
+@pytest.mark.parametrize(("seed", "pills", "same_file"), [(1, 6, True), (7, 3, False)])
+def test_a_new_user_over_stdio_finds_the_original_memory_whole(tmp_path, seed, pills, same_file):
+    summary = build(tmp_path / "fixture", seed=seed, pills=pills)
+    index_pills_by_prescription(summary)
+    before = dumps(summary)
+    home, paths = summary["dest"] / "home", files(summary)
+    # By default our global database is the original's own file (~/.pillbox/pillbox.db): both live in it.
+    data = home / ".pillbox" if same_file else home
+    ours_global = data / "pillbox.db"
+    project = {name: summary["dest"] / "projects" / name for name in ("shop", "blog")}
+    per_rx = len(summary["pills"]) // len(summary["prescriptions"])
+    assert per_rx == pills
+
+    async def first_connection() -> None:
+        async with stdio_client("pillbox", home=home, cwd=project["shop"], PILLBOX_HOME=str(data)) as client:
+            first = text_of(await client.call_tool("bottle_list", {}))
+            assert first.splitlines()[0] == (f"{NOTICE}2 bottles, 6 prescriptions, {6 * pills} pills, 8 capsules, "
+                                             "3 registry entries")
+            check_rows(summary, "global", ours_global)
+            check_rows(summary, "shop", paths["shop"])
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            assert NOTICE not in listing and listing == first.split("\n\n", 1)[1]
+            lines = bottle_lines(listing)
+            assert listing.startswith("Bottles (3)")
+            assert lines["Notes"].startswith("● Notes [global]") and lines["Shop"].startswith("● Shop [local]")
+            assert lines["Blog"].startswith("○ Blog [local]") and lines["Blog"].endswith("[unlinked]")
+            await check_what_an_agent_sees(client, summary, ["notes", "shop"])
+            await check_capsules(client, summary)
+            # The typo vocabulary holds the imported words: a misspelt one still finds them.
+            word = next(w for p in live(summary, "pills", bottle="shop") for w in p["title"].split() if len(w) > 6)
+            typo = word[:2] + word[3] + word[2] + word[4:]
+            fuzzy = text_of(await client.call_tool("pill_search", {"query": typo.lower(), "limit": 100}))
+            assert "used_fuzzy: true" in fuzzy and ids_in(fuzzy)
+
+    async def in_the_moved_project() -> None:
+        async with stdio_client("pillbox", home=home, cwd=project["blog"], PILLBOX_HOME=str(data)) as client:
+            first = text_of(await client.call_tool("bottle_list", {}))
+            assert first.splitlines()[0] == f"{NOTICE}1 bottle, 4 prescriptions, {4 * pills} pills"
+            check_rows(summary, "blog", paths["blog"])
+            assert bottle_lines(first)["Blog"] == f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}"
+            assert f"  {project['blog']}" in first
+            await check_what_an_agent_sees(client, summary, ["blog"])
+
+    async def again() -> None:
+        async with stdio_client("pillbox", home=home, cwd=project["shop"], PILLBOX_HOME=str(data)) as client:
+            assert NOTICE not in text_of(await client.call_tool("bottle_list", {}))
+            assert NOTICE not in text_of(await client.call_tool("capsule_search", {"query": "lesson"}))
+
+    run(first_connection())
+    run(in_the_moved_project())
+    run(again())
+
+    total = {kind: sum(len(our_rows(ours_global if name == "global" else path, kind)) for name, path in paths.items())
+             for kind in ("bottle", "prescription", "pill")}
+    assert total == {"bottle": len(summary["bottles"]), "prescription": len(summary["prescriptions"]),
+                     "pill": len(summary["pills"])}
+    assert len(our_rows(ours_global, "capsule")) == len(summary["capsules"])
+    # The original's own tables, indexes, triggers and rows: not one byte changed.
+    assert dumps(summary) == before
+
+
+def test_a_damaged_project_file_gets_a_clear_error_and_the_rest_still_imports_over_stdio(tmp_path):
+    summary = build(tmp_path / "fixture", seed=3, pills=2)
+    home, paths = summary["dest"] / "home", files(summary)
+    damage(paths["shop"])
+    before = paths["shop"].read_bytes()
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=summary["dest"] / "projects" / "shop") as client:
+            answer = text_of(await client.call_tool("capsule_search", {"query": "lesson"}))
+            lines = answer.splitlines()
+            assert lines[0] == "error: incompatible_db"
+            assert lines[1].startswith(f"message: {paths['shop']} could not be read (database disk image is "
+                                       "malformed); check that it is readable or restore it from a backup")
+            assert "Traceback" not in answer
+            # The global file was imported all the same, and said so.
+            assert f"{NOTICE}1 bottle, 2 prescriptions, 4 pills, 8 capsules" in answer
+        async with stdio_client("pillbox", home=home, cwd=summary["dest"] / "projects") as client:
+            # Reached through the registry, the damaged file is named once and the tools work on.
+            found = text_of(await client.call_tool("capsule_search", {"query": "lesson", "limit": 100}))
+            assert found.splitlines()[0] == (f"not imported from the original Pillbox: {paths['shop']} could not be "
+                                             "read (database disk image is malformed); check that it is readable "
+                                             "or restore it from a backup, then run `manage.py import_original` "
+                                             "again. Nothing was imported from it and it was not changed.")
+            assert len(ids_in(found)) == len(live(summary, "capsules"))
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            assert listing.startswith("Bottles (3)") and "● Shop [local]" in listing
+
+    run(scenario())
+    assert paths["shop"].read_bytes() == before  # nothing half-written: not even our schema
+
+
+def damage(path: Path) -> None:
+    """Overwrite the pills table's root page: the file still opens and names its tables, its rows are gone."""
+    with closing(sqlite3.connect(path)) as conn:
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'pills'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * size)
+        handle.write(b"\xff" * size)
+
+
+def make_newer(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO schema_migrations (version, name) VALUES (2, 'future')")
+        conn.commit()
+
+
+# ---------------------------------------------------------------- the command, and over HTTP
+
+
+def command(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_original", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def fixture_home(tmp_path) -> Iterator[dict[str, Any]]:
+    summary = build(tmp_path / "fixture", seed=11, pills=4)
+    index_pills_by_prescription(summary)
+    yield summary
+
+
+def our_counts() -> dict[str, int]:
+    return {"bottles": Bottle.objects.count(), "prescriptions": Prescription.objects.count(),
+            "pills": Pill.objects.count(), "capsules": Capsule.objects.count(),
+            "registrations": Registration.objects.count(), "records": OriginalImport.objects.count()}
+
+
+def test_import_original_then_http_finds_the_global_memory(site, alice, operator, local_bottles_over_http,
+                                                            fixture_home):
+    summary = fixture_home
+    before = dumps(summary)
+    home = summary["dest"] / "home"
+    out, err = command("--home", str(home), "--user", "alice")
+    assert err == ""
+    assert f"{files(summary)['global']} (global): imported 1 bottle, 2 prescriptions, 8 pills, 8 capsules" in out
+    assert f"{files(summary)['shop']} (local): imported 1 bottle, 4 prescriptions, 16 pills" in out
+    assert "(blog): registered, but the file is gone" in out
+    notes = next(row for row in summary["bottles"] if row["name"] == "notes")
+    imported = Bottle.objects.get(pk=notes["id"])
+    assert (imported.scope, imported.directory) == ("global", notes["directory"])
+    assert set(Capsule.objects.values_list("owner__username", flat=True)) == {"alice"}
+    # Views and timestamps came across to the global database (PostgreSQL when DATABASE_URL is set).
+    originals = original_rows(files(summary)["global"], "pills")
+    for pill in Pill.objects.all():
+        row = originals[pill.id.hex]
+        assert (pill.views, pill.created_at, pill.deleted_at) == (row["views"], moment(row["created_at"]),
+                                                                  moment(row["deleted_at"]))
+
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            listing = (await call("bottle_list")).ok
+            assert NOTICE not in listing
+            lines = bottle_lines(listing)
+            assert set(lines) == {"Notes", "Shop", "Blog"} and lines["Blog"].endswith("[unlinked]")
+            for pill in (row for row in summary["pills"] if row["bottle"] == "notes"):
+                found = ids_in((await call("pill_search", query=pill["title"].split()[0], limit=100)).text)
+                read = await call("pill_read", id=pill["id"])
+                assert (short(pill["id"]) in found) is (not pill["discarded"])
+                assert read.text.startswith("error: not_found") is pill["discarded"]
+            for capsule in summary["capsules"]:
+                found = ids_in((await call("capsule_search", query=capsule["title"].split()[1], limit=100)).text)
+                assert (short(capsule["id"]) in found) is (not capsule["discarded"])
+
+    run(scenario())
+    # The operator sees what came across from which file.
+    staff = Client()
+    staff.force_login(operator.user)
+    records = staff.get(reverse("admin:pillbox_originalimport_changelist"))
+    assert records.status_code == 200 and str(files(summary)["global"]) in records.content.decode()
+    # Run twice: nothing changes, and it says so.
+    counts = our_counts()
+    out, _ = command("--home", str(home), "--user", "alice")
+    assert "(global): already imported on" in out and "(local): already imported" in out
+    assert our_counts() == counts
+    assert dumps(summary) == before
+
+
+def test_a_dry_run_writes_nothing(alice, fixture_home):
+    summary = fixture_home
+    paths = files(summary)
+    raw = {name: path.read_bytes() for name, path in paths.items()}
+    counts = our_counts()
+    out, _ = command("--home", str(summary["dest"] / "home"), "--user", "alice", "--dry-run",
+                     str(summary["dest"] / "projects" / "blog"))
+    assert f"{paths['global']} (global): would import 1 bottle, 2 prescriptions, 8 pills, 8 capsules" in out
+    assert f"{paths['shop']} (local): would import 1 bottle, 4 prescriptions, 16 pills" in out
+    assert f"{paths['blog']} (local): would import 1 bottle, 4 prescriptions, 16 pills" in out
+    assert our_counts() == counts
+    assert {name: path.read_bytes() for name, path in paths.items()} == raw
+
+
+def test_a_damaged_or_newer_file_is_named_and_the_others_still_import(alice, local_bottles_over_http, fixture_home):
+    summary = fixture_home
+    paths = files(summary)
+    damage(paths["shop"])
+    make_newer(paths["blog"])
+    raw = {name: paths[name].read_bytes() for name in ("shop", "blog")}
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="2 file"):
+        call_command("import_original", "--home", str(summary["dest"] / "home"), "--user", "alice",
+                     str(summary["dest"] / "projects" / "blog"), stdout=io.StringIO(), stderr=err)
+    errors = err.getvalue()
+    assert f"error: {paths['shop']} could not be read (database disk image is malformed)" in errors
+    assert (f"error: {paths['blog']} was written by a newer version of the original Pillbox (its schema version 2; "
+            "this Pillbox imports version 1); upgrade Pillbox to import it") in errors
+    # The global file came across whole; the two bad files were left exactly as they were.
+    assert Capsule.objects.count() == len(summary["capsules"])
+    assert Pill.objects.count() == sum(1 for pill in summary["pills"] if pill["bottle"] == "notes")
+    assert OriginalImport.objects.count() == 1
+    assert {name: paths[name].read_bytes() for name in ("shop", "blog")} == raw
+
+
+def test_ids_the_original_made_in_the_same_millisecond_both_come_across(alice, local_bottles_over_http,
+                                                                        fixture_home):
+    """Our short ids are unique per database by construction; the original's may share a millisecond."""
+    summary = fixture_home
+    path = files(summary)["global"]
+    notes = [row["id"] for row in summary["pills"] if row["bottle"] == "notes"]
+    twin = notes[0][:14] + ("0" if notes[1][14] != "0" else "1") + notes[1][15:]  # same millisecond as notes[0]
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("UPDATE pills SET id = ? WHERE id = ?", (twin, notes[1]))
+        conn.commit()
+    command("--home", str(summary["dest"] / "home"), "--user", "alice")
+    first, second = Pill.objects.get(pk=notes[0]), Pill.objects.get(pk=twin)
+    assert first.seq != second.seq and first.id.hex[:12] == second.id.hex[:12]
+
+
+def test_up_brings_the_original_memory_of_the_person_at_the_machine(tmp_path):
+    summary = build(tmp_path / "fixture", seed=5, pills=1)
+    home = summary["dest"] / "home"
+    before = original_dump(files(summary)["global"])
+    environment = {**os.environ, "HOME": str(home), "PILLBOX_HOME": str(home / ".pillbox"), "PILLBOX_USER": "ada"}
+    environment.pop("DATABASE_URL", None)
+    up = [sys.executable, str(ROOT / "manage.py"), "up", "--no-serve"]
+    first = subprocess.run(up, env=environment, capture_output=True, text=True, check=True).stdout
+    assert f"{NOTICE}1 bottle, 2 prescriptions, 2 pills, 8 capsules, 3 registry entries" in first.splitlines()
+    second = subprocess.run(up, env=environment, capture_output=True, text=True, check=True).stdout
+    assert NOTICE not in second
+    assert original_dump(files(summary)["global"]) == before
+
+
+def test_rows_whose_parent_the_original_lost_are_skipped_and_counted(alice, local_bottles_over_http, fixture_home):
+    """The original runs with foreign keys unenforced: a file may hold a pill whose prescription is gone."""
+    summary = fixture_home
+    path = files(summary)["shop"]
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO prescriptions (id, bottle_id, title) VALUES "
+                     "('019b0000-0000-7000-8000-000000000001', '019b0000-0000-7000-8000-00000000dead', 'Lost')")
+        conn.execute("INSERT INTO pills (id, compound, title, content, prescription_id) VALUES "
+                     "('019b0000-0000-7000-8000-000000000002', 'bug', 'Orphan', 'x', "
+                     "'019b0000-0000-7000-8000-00000000beef')")
+        conn.commit()
+    before = original_dump(path)
+    out, err = command("--home", str(summary["dest"] / "home"), "--user", "alice")
+    assert err == ""
+    assert f"{path} (local): imported 1 bottle, 4 prescriptions, 16 pills, 2 skipped" in out
+    assert original_dump(path) == before
+
+
+def test_the_original_global_file_is_never_taken_for_a_project(tmp_path):
+    """With our data directory elsewhere, the walk up from the home still passes the original's global file."""
+    summary = build(tmp_path / "fixture", seed=9, pills=1)
+    home = summary["dest"] / "home"
+    before = original_dump(files(summary)["global"])
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=home, PILLBOX_HOME=str(tmp_path / "data")) as client:
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            # The registered project's file comes across in the same answer (the registry reaches it).
+            assert listing.startswith(f"{NOTICE}2 bottles, 6 prescriptions, 6 pills, 8 capsules, 3 registry entries")
+            assert "● Notes [global]" in listing and "● Shop [local]" in listing
+            linked = text_of(await client.call_tool("bottle_vinculate", {"directory": str(home)}))
+            assert linked.splitlines()[0] == "error: circular_link"
+            created = text_of(await client.call_tool("bottle_create", {"name": "scratch", "display_name": "S",
+                                                                       "scope": "global"}))
+            assert created.startswith("id: ")
+
+    run(scenario())
+    assert original_dump(files(summary)["global"]) == before
+
+
+def test_a_row_that_cannot_be_taken_as_it_is_stops_only_its_file(alice, local_bottles_over_http, fixture_home):
+    summary = fixture_home
+    blog = files(summary)["blog"]
+    prescription = next(row["id"] for row in summary["prescriptions"] if row["bottle"] == "blog")
+    with closing(sqlite3.connect(blog)) as conn:
+        conn.execute("INSERT INTO pills (id, compound, title, content, prescription_id) VALUES "
+                     "('pill-1', 'bug', 'Odd', 'x', ?)", (prescription,))
+        conn.commit()
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 file"):
+        call_command("import_original", "--home", str(summary["dest"] / "home"), "--user", "alice",
+                     str(blog.parent.parent), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().startswith(f"error: {blog} holds a row that cannot be imported (pills pill-1: the id is "
+                                     "not a UUID); correct or discard it with the original Pillbox")
+    assert not our_tables(blog)  # nothing of it written, not even our schema
+    assert Pill.objects.count() == sum(1 for pill in summary["pills"] if pill["bottle"] == "notes")
+
+
+def our_tables(path: Path) -> set[str]:
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master") if name.startswith("pillbox_")}
