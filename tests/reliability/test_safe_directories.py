@@ -179,12 +179,12 @@ def _mode(path: Path) -> int:
 def test_data_directories_and_databases_are_private_and_repaired_on_start(tmp_path):
     home = tmp_path / "home"
     data = home / ".pillbox"
-    manage(home, "createkey", "alice")
+    manage(home, "createkey", "alice", "--create")
     assert _mode(data) == 0o700
     assert _mode(data / "pillbox.db") == 0o600 and _mode(data / "secret_key") == 0o600
     data.chmod(0o755)
     (data / "pillbox.db").chmod(0o644)
-    manage(home, "createkey", "bob")
+    manage(home, "createkey", "bob", "--create")
     assert _mode(data) == 0o700 and _mode(data / "pillbox.db") == 0o600
     assert all(_mode(data / f"pillbox.db{suffix}") == 0o600 for suffix in ("-wal", "-shm")
                if (data / f"pillbox.db{suffix}").exists())
