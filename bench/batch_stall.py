@@ -126,7 +126,7 @@ def main() -> None:
         subprocess.run([PYTHON, "-c", POPULATE, str(a.pills)], cwd=REPO, env=env, check=True)
         keys = {}
         for name in ("attacker", "victim"):
-            made = subprocess.run([PYTHON, "manage.py", "createkey", name], cwd=REPO, env=env, check=True,
+            made = subprocess.run([PYTHON, "manage.py", "createkey", name, "--create"], cwd=REPO, env=env, check=True,
                                   capture_output=True, text=True).stdout
             keys[name] = made.split("key: ")[1].strip()
         port = 18000 + secrets.randbelow(2000)
