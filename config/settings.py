@@ -93,7 +93,12 @@ SQLITE_OPTIONS = {
 
 def sqlite_database(path: Path | str) -> dict:
     # CONN_MAX_AGE None: a long-lived agent process keeps its connection between tool calls.
-    return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": dict(SQLITE_OPTIONS),
+        "CONN_MAX_AGE": None,
+    }
 
 
 def database_from_url(url: str) -> dict:

@@ -32,7 +32,9 @@ async def http_client(url: str, *, key: str | None = None, mode: str = "legacy")
             yield client
 
 
-def stdio_params(server: str, *, home: Path, cwd: Path, user: str | None = "alice", **env: str) -> StdioServerParameters:
+def stdio_params(
+    server: str, *, home: Path, cwd: Path, user: str | None = "alice", **env: str
+) -> StdioServerParameters:
     args = [str(ROOT / "manage.py"), "mcp", server]
     if user:
         args += ["--user", user]

@@ -42,7 +42,7 @@ def test_mcp_without_credentials_is_401_with_resource_metadata(live_server, path
     assert response.status_code == 401
     challenge = response.headers["WWW-Authenticate"]
     assert challenge.startswith("Bearer ")
-    assert f'resource_metadata="' in challenge and f"/.well-known/oauth-protected-resource{path}" in challenge
+    assert 'resource_metadata="' in challenge and f"/.well-known/oauth-protected-resource{path}" in challenge
 
 
 @pytest.mark.parametrize("query", ["?uid=nobody&key=pbx_wrong", ""])
