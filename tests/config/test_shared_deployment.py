@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db import OperationalError
 from django.test import override_settings
 
-from accounts.auth import count_failure, throttle_wait
+from accounts.throttle import exhausted, failure
 from config import health
 from config.settings import GLOBAL_DB_PATH, caches_from_url, database_from_url
 from tests.shared.servers import REDIS_URL
@@ -76,15 +76,15 @@ def _hammer() -> None:
     def count() -> None:
         start.wait()
         for _ in range(50):
-            count_failure(_Request(), kind="hammer", limit=limit)
+            failure(_Request(), kind="hammer", limit=limit)
 
     threads = [threading.Thread(target=count) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert throttle_wait(_Request(), kind="hammer", limit=(400, 60)) > 0
-    assert throttle_wait(_Request(), kind="hammer", limit=(401, 60)) == 0
+    assert exhausted(_Request(), kind="hammer", limit=(400, 60)) > 0
+    assert exhausted(_Request(), kind="hammer", limit=(401, 60)) == 0
 
 
 def test_failure_counts_are_exact_under_concurrency_in_local_memory():
@@ -104,7 +104,7 @@ def test_failure_counts_are_exact_under_concurrency_in_redis():
         with override_settings(CACHES=caches_from_url(REDIS_URL)):
             assert type(cache._cache).__name__ == "RedisCacheClient"
             _hammer()
-            assert client.keys("pillbox:*:throttle:hammer:203.0.113.9:*"), "the count is not in Redis"
+            assert client.keys("pillbox:*:throttle:hammer:ip:203.0.113.9:*"), "the count is not in Redis"
     finally:
         client.flushdb()
 
