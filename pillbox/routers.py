@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 LOCAL_ALIAS_PREFIX = "bottle:"
-LOCAL_MODELS = frozenset({"bottle", "prescription", "pill"})
+LOCAL_MODELS = frozenset({"bottle", "prescription", "pill", "pillvector"})
 
 
 def is_local_alias(alias: str) -> bool:
