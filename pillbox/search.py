@@ -51,7 +51,11 @@ CANDIDATES = 60  # rows ranked by bm25 that the coverage re-rank looks at (the b
 FUZZY_COVERAGE = 0.9  # a term matched only through a typo expansion, against 1 for a typed term
 # Fusion of words and meaning (see _fused), set with bench/pills_search.py on the recall set.
 BM25_WEIGHT = 0.099
-SIMILARITY_WEIGHT = 0.5
+# Measured on the recall set (kinds a-e, n, p; bench/pills_search.py): when every meaningful term is matched
+# (typed or corrected) the query is a look-up and meaning only breaks near-ties; otherwise the words missed
+# something and meaning weighs in fully. One weight for both lost 0.02-0.05 MRR on look-ups for the same gain.
+SIMILARITY_WEIGHT = 3.0
+LOOKUP_SIMILARITY_WEIGHT = 0.05
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
 CURRENT_BOTTLE_BOOST = 0.05  # a fifth of a term's worth in a two-word query: ahead only at comparable relevance
 WORD = re.compile(r"[^\W_]+")
@@ -551,7 +555,7 @@ def _vectors_of(target: Target, model_key: str) -> _Vectors:
 
 
 def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray, compound: str | None,
-              lexical: list[_Candidate]) -> list[_Candidate]:
+              lexical: list[_Candidate], floor: float) -> list[_Candidate]:
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
     vectors = _vectors_of(target, model.key)
     if vectors.missing:
@@ -572,7 +576,7 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
     out = []
     for at in top:
         value = float(similarity[at])
-        if value < model.floor or len(out) >= SEMANTIC_CANDIDATES:
+        if value < floor or len(out) >= SEMANTIC_CANDIDATES:
             break
         seq = int(vectors.seqs[at])
         if seq not in seen:
@@ -580,22 +584,21 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
     return out
 
 
-def _fused(candidate: _Candidate, terms: int, *, with_meaning: bool) -> float:
-    """The ranking score, in units of one query term matched: words first (coverage, then bm25), meaning beside.
+def _fused(candidate: _Candidate, terms: int, *, meaning: float | None) -> float:
+    """The ranking score: words (coverage, then bm25), and meaning beside them with the weight ``meaning``.
 
     Without meaning this is the lexical order (coverage, then bm25: ``BM25_WEIGHT`` keeps bm25 below the gap
-    between a typed and a corrected term). With it, similarity is added with a weight below one term's worth,
-    so it reorders rows that match as many words, and lifts a row found by meaning alone above rows that
-    match few words, without breaking look-ups.
+    between a typed and a corrected term). With it, the words' part is scaled to the share of the query's
+    terms matched, and the cosine similarity is added with the weight chosen for the query (see search()).
     """
     words = candidate.coverage + BM25_WEIGHT * candidate.closeness
-    if not with_meaning:
+    if meaning is None:
         return words
-    return words + SIMILARITY_WEIGHT * candidate.similarity
+    return words / max(terms, 1) + meaning * candidate.similarity
 
 
 def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple], coverage: _Coverage,
-            terms: int, limit: int, *, with_meaning: bool, boosted: frozenset[uuid.UUID]) -> _Ranked:
+            terms: int, limit: int, *, meaning: float | None, boosted: frozenset[uuid.UUID]) -> _Ranked:
     missing = [c.seq for c in candidates if c.seq not in rows]
     if missing:
         rows = {**rows, **_rows(target, missing)}
@@ -604,7 +607,7 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple]
         row = rows.get(candidate.seq)
         if row is None:
             continue
-        score = _fused(candidate, terms, with_meaning=with_meaning)
+        score = _fused(candidate, terms, meaning=meaning)
         bottle = as_uuid(row[5]) if row[5] else None
         if bottle is not None and bottle in boosted:
             score += CURRENT_BOTTLE_BOOST
@@ -715,21 +718,27 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
             passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)) if expansions
                           else ({}, [], 0, {}))
 
-    model = semantic.embedder() if query.strip() else None
+    model = semantic.embedder()
     query_vector = semantic.embed_query(model, query) if model is not None else None
-    with_meaning = query_vector is not None
+    meaning, floor = None, 1.0
+    if model is not None and query_vector is not None:
+        covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
+        meaning = LOOKUP_SIMILARITY_WEIGHT if covered >= FUZZY_COVERAGE * len(terms) else SIMILARITY_WEIGHT
+        # With nothing found by words, only a row very close in meaning may make the answer non-empty.
+        words_found = any(lexical for _, lexical, _, _ in passes)
+        floor = model.floor if words_found else model.floor + semantic.ALONE_MARGIN
     results = []
     total = 0
     for target, (expansions, lexical, lexical_total, rows) in zip(targets, passes, strict=True):
         candidates = list(lexical)
-        if with_meaning:
+        if meaning is not None:
             assert model is not None and query_vector is not None
-            by_meaning = _semantic(target, model, query_vector, compound, candidates)
+            by_meaning = _semantic(target, model, query_vector, compound, candidates, floor)
             candidates.extend(by_meaning)
             lexical_total += len(by_meaning)
         total += lexical_total
         results.append(_scored(target, candidates, rows, _Coverage(terms, expansions), len(terms), limit,
-                               with_meaning=with_meaning, boosted=current))
+                               meaning=meaning, boosted=current))
     hits = _merge([r.hits for r in results], limit, by_score=True)
     expanded = set().union(*(r.expanded for r in results))
     by_meaning_ids = set().union(*(r.by_meaning for r in results))
