@@ -175,7 +175,8 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str
         header += "\nused_fuzzy: true"
     if found.used_semantic:
         header += "\nused_semantic: true"
-    if current_bottle:
+    if current_bottle and len({hit.bottle_id for hit in found.hits}) > 1:
+        # Pills of several bottles are shown: say which one ranked first for being the working directory's.
         header += f"\ncurrent_bottle: {current_bottle}"
     blocks = [header]
     for hit in found.hits:
