@@ -737,12 +737,16 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
             passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)) if expansions
                           else ({}, [], 0, {}))
 
-    model = semantic.embedder()
+    covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
+    lookup = covered >= FUZZY_COVERAGE * len(terms)
+    # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
+    # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
+    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    model = None if page_full else semantic.embedder()
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:
-        covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
-        meaning = LOOKUP_SIMILARITY_WEIGHT if covered >= FUZZY_COVERAGE * len(terms) else SIMILARITY_WEIGHT
+        meaning = LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT
         # With nothing found by words, only a row very close in meaning may make the answer non-empty.
         words_found = any(lexical for _, lexical, _, _ in passes)
         floor = model.floor if words_found else model.floor + semantic.ALONE_MARGIN
