@@ -531,7 +531,7 @@ VECTOR_CACHE_BYTES = 256 * 1024 * 1024
 _vectors = BoundedCache(VECTOR_CACHE_ENTRIES, VECTOR_CACHE_BYTES)
 
 
-def _vectors_of(target: Target, model_key: str) -> _Vectors:
+def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:
     """The caller's rows' vectors in one database, cached until the rows or their vectors change."""
     import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
     kind = semantic.KINDS[target.kind]
@@ -539,7 +539,7 @@ def _vectors_of(target: Target, model_key: str) -> _Vectors:
     body = (f"FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v ON v.{kind.key} = m.id AND v.model = %s "
             f"WHERE {where}")
     params = [model_key, *params]
-    key = ("vectors", target.alias, target.kind, target.owner_id, target.bottles, model_key)
+    key = ("vectors", target.alias, target.kind, target.owner_id, target.bottles, model_key, dimensions)
     connection = connections[target.alias]
     with connection.cursor() as cursor:
         if target.on_postgres:
@@ -559,7 +559,8 @@ def _vectors_of(target: Target, model_key: str) -> _Vectors:
         else:
             missing = version[0] - version[1]
         cursor.execute(f"SELECT m.seq, m.compound, v.vector {body} AND v.{kind.key} IS NOT NULL", params)
-        fetched = cursor.fetchall()
+        # A vector of another length (a damaged row) is left out rather than breaking the search.
+        fetched = [row for row in cursor.fetchall() if len(row[2]) == dimensions * 2]
     seqs = np.array([row[0] for row in fetched], dtype=np.int64)
     if fetched:
         matrix = np.frombuffer(b"".join(bytes(row[2]) for row in fetched), dtype=semantic.VECTOR_DTYPE)
@@ -576,7 +577,7 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
               lexical: list[_Candidate], floor: float) -> list[_Candidate]:
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
     import numpy as np
-    vectors = _vectors_of(target, model.key)
+    vectors = _vectors_of(target, model.key, query_vector.shape[0])
     if vectors.missing:
         semantic.schedule_backfill(target.alias, target.kind)
     if not len(vectors.seqs) or vectors.matrix.shape[1] != query_vector.shape[0]:

@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import threading
-import urllib.error
+import time
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -143,7 +143,7 @@ class BundledModel:
 class EndpointModel:
     """An OpenAI-compatible embeddings endpoint (``POST {url}/embeddings``), e.g. a local Ollama's ``/v1``."""
 
-    def __init__(self, url: str, model: str, api_key: str, floor: float, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, model: str, api_key: str, floor: float, timeout: float = 10.0) -> None:
         self.url = url.rstrip("/") + "/embeddings"
         self.model = model
         self.api_key = api_key
@@ -203,6 +203,8 @@ class _State:
         self.config: tuple | None = None
         self.loader: threading.Thread | None = None
         self.queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.query_lock = threading.Lock()
+        self.retry_at = 0.0
 
 
 _state = _State()
@@ -254,19 +256,28 @@ def failure() -> str | None:
     return _state.failed
 
 
+RETRY_AFTER = 60.0  # seconds without meaning after an embedding failed (an endpoint down must not slow search)
+
+
 def embed_query(model: Embedder, text: str) -> np.ndarray | None:
-    cached = _state.queries.get(text)
-    if cached is not None:
-        _state.queries.move_to_end(text)
-        return cached
+    """The query's vector, or None (search stays by words) when embedding fails."""
+    with _state.query_lock:
+        cached = _state.queries.get(text)
+        if cached is not None:
+            _state.queries.move_to_end(text)
+            return cached
+        if time.monotonic() < _state.retry_at:
+            return None
     try:
         vector = model.embed([text])[0]
-    except (OSError, ValueError, KeyError, urllib.error.URLError) as exc:
-        logger.warning("Search by meaning skipped for one query: %s", exc)
+    except Exception as exc:  # any failure of the model or the endpoint: this answer is by words only
+        logger.warning("Search by meaning skipped for %.0f s: %s", RETRY_AFTER, exc)
+        _state.retry_at = time.monotonic() + RETRY_AFTER
         return None
-    _state.queries[text] = vector
-    while len(_state.queries) > QUERY_CACHE:
-        _state.queries.popitem(last=False)
+    with _state.query_lock:
+        _state.queries[text] = vector
+        while len(_state.queries) > QUERY_CACHE:
+            _state.queries.popitem(last=False)
     return vector
 
 

@@ -409,3 +409,20 @@ def test_recall_search_page_and_rest_api_use_the_same_engine():
 
     assert pillbox.api.search is engine.search and webui.memory_views.search is engine.search
 
+
+
+def test_recall_an_unreachable_endpoint_leaves_search_by_words(alice, monkeypatch, caplog):
+    from pillbox.access import reach_for
+    from pillbox.services import capsule_store
+
+    monkeypatch.setenv("EMBEDDINGS", "on")
+    monkeypatch.setenv("EMBEDDINGS_URL", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
+    monkeypatch.setattr(semantic, "_state", semantic._State())
+    reach = reach_for(caller(alice.user))
+    stored = capsule_store(reach=reach, title="Nightly dumps", content="pg_dump at 2am", compound="ops")
+    with caplog.at_level(logging.WARNING, logger="pillbox.semantic"):
+        found = engine.search([engine.Target(alias=GLOBAL, kind="capsule", owner_id=alice.user.pk)],
+                              query="nightly", compound=None, limit=5, fuzzy=False)
+    assert [hit.id for hit in found.hits] == [stored.id] and not found.used_semantic
+    assert "Search by meaning skipped" in caplog.text
+    semantic.wait_for_backfills()
