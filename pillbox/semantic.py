@@ -377,11 +377,20 @@ _backfills: dict[tuple[str, str], threading.Thread] = {}
 _backfills_lock = threading.Lock()
 
 
+BACKFILL_ATTEMPTS = 3
+
+
 def _backfill_thread(alias: str, kind_name: str) -> None:
     try:
-        backfill(alias, kind_name)
-    except Exception as exc:  # a later search starts it again
-        logger.warning("Backfill of %s vectors in %s stopped: %s", kind_name, alias, exc)
+        for attempt in range(1, BACKFILL_ATTEMPTS + 1):
+            try:
+                backfill(alias, kind_name)
+                return
+            except Exception as exc:  # e.g. a busy database: try again shortly, then leave it to a later search
+                if attempt == BACKFILL_ATTEMPTS:
+                    logger.warning("Backfill of %s vectors in %s stopped: %s", kind_name, alias, exc)
+                else:
+                    time.sleep(0.2 * attempt)
     finally:
         connections[alias].close()
 

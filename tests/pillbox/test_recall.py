@@ -318,6 +318,9 @@ def endpoint(monkeypatch) -> Iterator[str]:
     monkeypatch.setenv("EMBEDDINGS_API_KEY", "local-secret")
     monkeypatch.setattr(semantic, "_state", semantic._State())
     _Embeddings.seen = []
+    # Ready before the first store, so vectors are written with the row (no background backfill racing the
+    # test database, which SQLite shares between threads with table locks).
+    assert semantic.embedder() is not None
     yield url
     semantic.wait_for_backfills()
     server.shutdown()
@@ -426,3 +429,20 @@ def test_recall_an_unreachable_endpoint_leaves_search_by_words(alice, monkeypatc
     assert [hit.id for hit in found.hits] == [stored.id] and not found.used_semantic
     assert "Search by meaning skipped" in caplog.text
     semantic.wait_for_backfills()
+
+
+def test_recall_the_memory_browser_says_when_results_were_found_by_meaning(alice, endpoint):
+    from django.test import Client
+
+    from pillbox.access import reach_for
+    from pillbox.services import capsule_store
+
+    reach = reach_for(caller(alice.user))
+    capsule_store(reach=reach, title=PARAPHRASE_TARGET[0], content=PARAPHRASE_TARGET[1], compound="ops")
+    capsule_store(reach=reach, title=OTHERS[2][0], content=OTHERS[2][1], compound="ops")
+    client = Client()
+    client.force_login(alice.user)
+    html = client.get("/pillbox/search", {"q": "how do we back up things", "in": "capsules"}).content.decode()
+    assert PARAPHRASE_TARGET[0] in html and "semantic-note" in html
+    html = client.get("/pillbox/search", {"q": "release checklist", "in": "capsules"}).content.decode()
+    assert OTHERS[2][0] in html and "semantic-note" not in html
