@@ -1,4 +1,4 @@
-"""Full-text search over pills and capsules: SQLite FTS5, bm25, and a Jaro-Winkler typo pass.
+"""Search over pills and capsules: full text (SQLite FTS5 or PostgreSQL), a Jaro-Winkler typo pass, and meaning.
 
 The query is folded the way the FTS5 tokenizer folds text (lowercase, accents removed, split on anything
 that is not a letter or digit) so that terms can be checked against the index's own vocabulary. Every
@@ -10,11 +10,20 @@ typo expansion counts ``FUZZY_COVERAGE``), then by bm25, then newest first. With
 alone lets one rare word outweigh a row that has every word typed; coverage puts the rows that match
 the whole query first.
 
+Stop words (``STOP_WORDS``: English and Spanish function words, question words and the framing of a
+question) are left out of the terms, unless the query has nothing else.
+
 Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
 ``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
-2). Beyond the seed, a term that matches no indexed word at all is expanded even when other terms matched,
-so one misspelled word is not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words.
-``used_fuzzy`` is set when a returned row contains an expansion word.
+2). Beyond the seed, a term that no searched database knows (the union of their vocabularies, so a word in
+one bottle is never a typo for another) is expanded even when other terms matched, so one misspelled word is
+not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a
+returned row contains an expansion word.
+
+Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
+the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
+shown row was found by meaning alone). See ``_fused`` and ``search`` for how the two are weighed. Rows of the
+bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``.
 
 The constants were chosen by measurement with ``bench/pills_search.py`` on the shared public dataset.
 """
