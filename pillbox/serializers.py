@@ -144,6 +144,8 @@ class HitSerializer(serializers.Serializer):
 class SearchSerializer(serializers.Serializer):
     total = serializers.IntegerField(help_text="How many rows match, beyond the ones shown.")
     used_fuzzy = serializers.BooleanField(help_text="True when typo expansions contributed to the results.")
+    used_semantic = serializers.BooleanField(
+        help_text="True when a result was found by meaning alone (no word of the query matched it).")
     results = HitSerializer(many=True)
 
 

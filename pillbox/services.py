@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from pillbox import ids, original, quotas
+from pillbox import ids, original, quotas, semantic
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import (
     GLOBAL,
@@ -326,10 +326,12 @@ def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, 
     with transaction.atomic(using=alias):
         quotas.check_pill_room(alias=alias, bottles=reach.bottles_in(alias))
         new_id, seq = ids.next_id(Pill, alias)
-        return Pill.objects.using(alias).create(
+        pill = Pill.objects.using(alias).create(
             id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
             author_name=author_name, author_email=author_email, created_at=now, updated_at=now,
         )
+    semantic.row_changed(alias, "pill", pill.id, pill.title, pill.content)
+    return pill
 
 
 def _pill_in_open_prescription(reach: Reach, pill_id: str) -> tuple[Pill, str]:
@@ -349,6 +351,7 @@ def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str]) -> Pill:
         setattr(pill, name, value)
     pill.updated_at = timezone.now()
     pill.save(using=alias, update_fields=[*changes, "updated_at"])
+    semantic.row_changed(alias, "pill", pill.id, pill.title, pill.content)
     return pill
 
 
@@ -368,10 +371,12 @@ def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> C
     with transaction.atomic(using=GLOBAL):
         quotas.check_capsule_room(user=reach.user)
         new_id, seq = ids.next_id(Capsule, GLOBAL)
-        return Capsule.objects.create(
+        capsule = Capsule.objects.create(
             id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,
             created_at=now, updated_at=now,
         )
+    semantic.row_changed(GLOBAL, "capsule", capsule.id, capsule.title, capsule.content)
+    return capsule
 
 
 def capsule_find(*, reach: Reach, capsule_id: str) -> Capsule:
@@ -384,6 +389,7 @@ def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) ->
         setattr(capsule, name, value)
     capsule.updated_at = timezone.now()
     capsule.save(update_fields=[*changes, "updated_at"])
+    semantic.row_changed(GLOBAL, "capsule", capsule.id, capsule.title, capsule.content)
     return capsule
 
 

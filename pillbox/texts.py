@@ -200,7 +200,8 @@ def compounds(rows: list[tuple[str, int]]) -> str:
     return "\n".join(f"- {name} ({count})" for name, count in rows)
 
 
-def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str] | None) -> str:
+def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str] | None,
+                   current_bottle: str | None = None) -> str:
     if not found.hits:
         return f"No {noun}s found."
     header = f"Found {plural(found.total, noun)}"
@@ -208,6 +209,11 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str
         header += f" (showing {len(found.hits)})"
     if found.used_fuzzy:
         header += "\nused_fuzzy: true"
+    if found.used_semantic:
+        header += "\nused_semantic: true"
+    if current_bottle and len({hit.bottle_id for hit in found.hits}) > 1:
+        # Pills of several bottles are shown: say which one ranked first for being the working directory's.
+        header += f"\ncurrent_bottle: {current_bottle}"
     blocks = [header]
     for hit in found.hits:
         pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", hit.compound), ("title", hit.title)]

@@ -170,8 +170,25 @@ def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
     _require_query_or_compound(query, compound)
     dbs = selectors.narrowed_dbs(reach, bottle_id)
     targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
-    found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy)
-    return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach))
+    current = current_bottle(reach)
+    found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy,
+                   current=frozenset([current.bottle_id]) if current else frozenset())
+    return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach),
+                                current_bottle=current.name if current else None)
+
+
+def current_bottle(reach: Reach) -> Any:
+    """The registered bottle whose directory holds the caller's working directory (the innermost one)."""
+    workdir = reach.caller.workdir
+    if workdir is None:
+        return None
+    best, depth = None, -1
+    for registration in reach.registrations:
+        directory = Path(registration.directory) if registration.directory else None
+        if directory is not None and workdir.resolve().is_relative_to(directory.resolve()):
+            if len(directory.parts) > depth:
+                best, depth = registration, len(directory.parts)
+    return best
 
 
 @tool(

@@ -9,3 +9,6 @@ import tempfile
 
 os.environ["PILLBOX_HOME"] = tempfile.mkdtemp(prefix="pillbox-test-home-")
 os.environ.pop("PILLBOX_ROOT", None)
+# Search by meaning loads a model; the suite's lexical contract runs without it. The tests of meaning
+# (tests/pillbox/test_recall.py) turn it on themselves.
+os.environ.setdefault("EMBEDDINGS", "off")

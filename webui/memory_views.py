@@ -336,5 +336,6 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "capsules": capsules_found,
         "pill_hits": [(hit, names.get(hit.bottle_id, "")) for hit in pills.hits] if pills else [],
         "used_fuzzy": any(found is not None and found.used_fuzzy for found in (pills, capsules_found)),
+        "used_semantic": any(found is not None and found.used_semantic for found in (pills, capsules_found)),
     }
     return render(request, "webui/memory_search.html", context)

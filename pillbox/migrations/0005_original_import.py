@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pillbox', '0003_postgres_search'),
+        ('pillbox', '0004_semantic'),
     ]
 
     operations = [

