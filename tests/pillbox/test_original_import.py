@@ -255,7 +255,9 @@ def test_a_new_user_over_stdio_finds_the_original_memory_whole(tmp_path, seed, p
             first = text_of(await client.call_tool("bottle_list", {}))
             assert first.splitlines()[0] == f"{NOTICE}1 bottle, 4 prescriptions, {4 * pills} pills"
             check_rows(summary, "blog", paths["blog"])
-            assert bottle_lines(first)["Blog"] == f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}"
+            # Relinked where it now is, and the bottle of the directory the agent works in.
+            blog = f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}  ← this directory"
+            assert bottle_lines(first)["Blog"] == blog
             assert f"  {project['blog']}" in first
             await check_what_an_agent_sees(client, summary, ["blog"])
 
@@ -287,10 +289,12 @@ def test_a_damaged_project_file_gets_a_clear_error_and_the_rest_still_imports_ov
         async with stdio_client("pillbox", home=home, cwd=summary["dest"] / "projects" / "shop") as client:
             answer = text_of(await client.call_tool("capsule_search", {"query": "lesson"}))
             lines = answer.splitlines()
-            assert lines[0] == "error: incompatible_db"
-            assert lines[1].startswith(f"message: {paths['shop']} could not be read (database disk image is "
-                                       "malformed); check that it is readable or restore it from a backup")
-            assert "Traceback" not in answer
+            # Capsules live in the global database: a damaged project file never breaks them, but the answer
+            # names that file, why it was not imported and what to do.
+            assert lines[1].startswith(f"not imported from the original Pillbox: {paths['shop']} could not be read "
+                                       "(database disk image is malformed); check that it is readable or restore "
+                                       "it from a backup")
+            assert "Found " in answer and "Traceback" not in answer
             # The global file was imported all the same, and said so.
             assert f"{NOTICE}1 bottle, 2 prescriptions, 4 pills, 8 capsules" in answer
         async with stdio_client("pillbox", home=home, cwd=summary["dest"] / "projects") as client:
