@@ -121,6 +121,10 @@ def app_servers(
         "SITE_URL": f"http://127.0.0.1:{ports[0]}",
         "DATABASE_POOL_MIN_SIZE": "1",
         "DATABASE_POOL_MAX_SIZE": "4",
+        # One user writes from many threads on purpose here; the per-user rate and in-flight limits have their own
+        # proof (tests/reliability/test_limits.py).
+        "MCP_USER_CONCURRENCY": "0",
+        "MCP_USER_RATE_LIMIT": "0",
         **env,
     }
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
