@@ -17,7 +17,7 @@ V = TypeVar("V")
 
 
 class BoundedLru(Generic[K, V]):
-    def __init__(self, *, max_items: int, max_bytes: int, size_of: Callable[[V], int]) -> None:
+    def __init__(self, *, max_items: int, max_bytes: int, size_of: Callable[[V], int] | None = None) -> None:
         self.max_items = max_items
         self.max_bytes = max_bytes
         self._size_of = size_of
@@ -33,8 +33,15 @@ class BoundedLru(Generic[K, V]):
             self._entries.move_to_end(key)
             return entry[0]
 
-    def put(self, key: K, value: V) -> None:
-        size = self._size_of(value)
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def put(self, key: K, value: V, size: int | None = None) -> None:
+        """``size``: the value's bytes when the caller knows them better than ``size_of`` would."""
+        if size is None:
+            if self._size_of is None:
+                raise TypeError("BoundedLru.put needs a size when the cache has no size_of")
+            size = self._size_of(value)
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:

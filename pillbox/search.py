@@ -33,18 +33,17 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-import threading
 import unicodedata
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
+from config.lru import BoundedLru
 from pillbox import semantic, snippets
 
 if TYPE_CHECKING:
@@ -155,57 +154,12 @@ class Vocabulary:
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
-class BoundedCache:
-    """A least-recently-used map bounded by entry count and by an estimate of the bytes its values hold.
-
-    One process serves many bottles and users: without a bound, every scope ever searched would keep its
-    vocabulary (and vectors) in memory for the life of the server.
-    """
-
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def get(self, key: object) -> object | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: object, value: object, size: int) -> None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.bytes -= old[1]
-            if size > self.max_bytes:  # larger than the whole budget: served, never kept
-                return
-            self._items[key] = (value, size)
-            self.bytes += size
-            while len(self._items) > self.max_entries or self.bytes > self.max_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self.bytes -= dropped
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self.bytes = 0
-
-
 VOCABULARY_CACHE_ENTRIES = 256
 VOCABULARY_CACHE_BYTES = 128 * 1024 * 1024
 # Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
-_vocabularies = BoundedCache(VOCABULARY_CACHE_ENTRIES, VOCABULARY_CACHE_BYTES)
+# One process serves many bottles and users: without a bound, every scope ever searched would keep its vocabulary
+# (and vectors) in memory for the life of the server.
+_vocabularies: BoundedLru[Any, Any] = BoundedLru(max_items=VOCABULARY_CACHE_ENTRIES, max_bytes=VOCABULARY_CACHE_BYTES)
 
 
 def _vocabulary_bytes(words: Vocabulary) -> int:
@@ -536,7 +490,7 @@ class _Vectors:
 
 VECTOR_CACHE_ENTRIES = 64
 VECTOR_CACHE_BYTES = 256 * 1024 * 1024
-_vectors = BoundedCache(VECTOR_CACHE_ENTRIES, VECTOR_CACHE_BYTES)
+_vectors: BoundedLru[Any, Any] = BoundedLru(max_items=VECTOR_CACHE_ENTRIES, max_bytes=VECTOR_CACHE_BYTES)
 
 
 def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:

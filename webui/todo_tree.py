@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from todos.models import Todo
+from todos.planning import parents
 
 
 @dataclass
@@ -20,21 +21,7 @@ def todo_tree(todos: Sequence[Todo]) -> list[Node]:
     Links are written by agents, so they may form a cycle (a → b → a); the todo where a cycle is found is
     shown as a root, so every todo appears exactly once.
     """
-    keys = {todo.key for todo in todos}
-    parent = {}
-    for todo in todos:
-        found = next((link for link in todo.links if link != todo.key and link in keys), None)
-        if found is not None:
-            parent[todo.key] = found
-    for key in list(parent):
-        seen = {key}
-        step = parent.get(key)
-        while step is not None:
-            if step in seen:
-                del parent[key]
-                break
-            seen.add(step)
-            step = parent.get(step)
+    parent = parents({todo.key: todo.links for todo in todos})
     nodes = {todo.key: Node(todo) for todo in todos}
     roots = []
     for todo in todos:

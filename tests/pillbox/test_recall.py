@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from asgiref.sync import sync_to_async
 
+from config.lru import BoundedLru
 from pillbox import search as engine
 from pillbox import semantic
 from pillbox.databases import GLOBAL
@@ -380,7 +381,7 @@ async def stocked_local(call: Call, name: str, pills: list[tuple[str, str]]) -> 
 
 
 def test_recall_bounded_cache_drops_least_recently_used_by_count_and_by_bytes():
-    cache = engine.BoundedCache(max_entries=2, max_bytes=100)
+    cache = BoundedLru(max_items=2, max_bytes=100)
     cache.put("a", 1, 10)
     cache.put("b", 2, 10)
     assert cache.get("a") == 1  # "b" is now the least recently used
@@ -396,7 +397,7 @@ def test_recall_the_vocabulary_cache_is_bounded(alice, monkeypatch):
     from pillbox.access import reach_for
     from pillbox.services import capsule_store
 
-    monkeypatch.setattr(engine, "_vocabularies", engine.BoundedCache(max_entries=2, max_bytes=10**6))
+    monkeypatch.setattr(engine, "_vocabularies", BoundedLru(max_items=2, max_bytes=10**6))
     reach = reach_for(caller(alice.user))
     capsule_store(reach=reach, title="Cache keys", content="tenant prefix", compound="x")
     for owner in (alice.user.pk, alice.user.pk + 1000, alice.user.pk + 2000):
