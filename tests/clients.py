@@ -41,6 +41,9 @@ def stdio_params(
     environment = {**os.environ, "PILLBOX_HOME": str(home), "HOME": str(home), "PYTHONUNBUFFERED": "1", **env}
     environment.pop("DATABASE_URL", None)
     environment.pop("PILLBOX_ROOT", None)
+    # pytest-django exports the full settings module; an agent's process gets the slim stdio settings that
+    # manage.py picks for `mcp`, and so must the servers under test.
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
     return StdioServerParameters(command=sys.executable, args=args, cwd=str(cwd), env=environment)
 
 

@@ -88,7 +88,9 @@ def pillbox_code(text: str) -> str:
 
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "PILLBOX_ROOT"}}
+    # Without pytest-django's DJANGO_SETTINGS_MODULE: each entry point picks its own settings, as on a real machine.
+    dropped = {"DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE"}
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
     return {**env, "PILLBOX_HOME": str(home / ".pillbox"), "HOME": str(home), "PYTHONUNBUFFERED": "1", **extra}
 
 
