@@ -81,17 +81,9 @@ def _oauth_caller(request: HttpRequest, token: str) -> Caller | HttpResponse:
     if check.user is None or check.access_token is None:
         request.oauth_error = check
         return unauthorized(request, presented=True, kind=KIND_OAUTH)
-    access_token = check.access_token
-    family = None
-    for refresh in (getattr(access_token, "refresh_token", None), access_token.source_refresh_token):
-        if refresh is not None and refresh.token_family:
-            family = refresh.token_family
-            break
+    # The token family (what a /list link dies with) is looked up only when a link is made, not on every request.
     credential = Credential(
-        kind="oauth",
-        application_id=access_token.application_id,
-        token_family=str(family) if family else None,
-        access_token_id=access_token.pk,
+        kind="oauth", application_id=check.access_token.application_id, access_token_id=check.access_token.pk
     )
     return Caller(
         user=check.user, transport="http", workdir=settings.PILLBOX_ROOT, request=request, credential=credential

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,21 @@ def load_module(name: str, path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def setup_django(home: Path) -> None:
+    """Django on a scratch data directory (never the real one, never DATABASE_URL), its global database migrated."""
+    os.environ["PILLBOX_HOME"] = str(home)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    for name in ("DATABASE_URL", "PILLBOX_ROOT"):
+        os.environ.pop(name, None)
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from config.bootstrap import ensure_global_db
+
+    ensure_global_db()
 
 
 def load_score() -> ModuleType:

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from common import DATA, REPO, TOOLS, load_module, load_score, ratio, summarise
+from common import DATA, TOOLS, load_module, load_score, ratio, setup_django, summarise
 
 DEFAULT_DATA = DATA / "pills_recall_s1.json"
 
@@ -77,20 +77,6 @@ NONSENSE = [
 
 ID_LINE = re.compile(r"^id: ([0-9a-f]+)$", re.MULTILINE)
 BARE_SQL = "SELECT rowid FROM pillbox_pill_fts WHERE pillbox_pill_fts MATCH ? ORDER BY rank LIMIT 20"
-
-
-def setup_django(home: Path) -> None:
-    os.environ["PILLBOX_HOME"] = str(home)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    for name in ("DATABASE_URL", "PILLBOX_ROOT"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-    from config.bootstrap import ensure_global_db
-
-    ensure_global_db()
 
 
 class Project:

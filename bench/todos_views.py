@@ -18,32 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from common import DATA, REPO
+from common import DATA, setup_django
 
 DEFAULT_DATA = DATA / "todos_oauth_toolkit_s1.json"
 GOAL_SHARE = 1 / 3
-
-
-def setup_django(home: Path) -> None:
-    os.environ["PILLBOX_HOME"] = str(home)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    for name in ("DATABASE_URL", "PILLBOX_ROOT"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-    from config.bootstrap import ensure_global_db
-
-    ensure_global_db()
 
 
 class Agent:

@@ -61,13 +61,26 @@ def link_create(*, user: AbstractBaseUser, credential: Credential) -> str:
         kind=credential.kind,
         api_key_id=credential.api_key_id,
         application_id=credential.application_id,
-        token_family=credential.token_family,
+        token_family=_token_family(credential.access_token_id) if credential.kind == ListLink.KIND_OAUTH else None,
         access_token_id=credential.access_token_id,
         expires_at=now + link_max_age(),
     )
     # Dead links are kept a while for the account page's sake, not forever.
     ListLink.objects.filter(user=user, expires_at__lt=now - timedelta(days=7)).delete()
     return token
+
+
+def _token_family(access_token_id: int | None) -> str | None:
+    """The refresh-token family of an OAuth access token's grant (rotation keeps it; reuse revokes it)."""
+    from oauth2_provider.models import get_access_token_model
+
+    token = get_access_token_model().objects.filter(pk=access_token_id).first() if access_token_id else None
+    if token is None:
+        return None
+    for refresh in (getattr(token, "refresh_token", None), token.source_refresh_token):
+        if refresh is not None and refresh.token_family:
+            return str(refresh.token_family)
+    return None
 
 
 def credential_alive(link: ListLink) -> bool:

@@ -23,7 +23,6 @@ class Credential:
     kind: Literal["api_key", "oauth", "stdio", "session"]
     api_key_id: int | None = None
     application_id: int | None = None
-    token_family: str | None = None
     access_token_id: int | None = None
 
 
