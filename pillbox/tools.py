@@ -178,17 +178,12 @@ def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
 
 
 def current_bottle(reach: Reach) -> Any:
-    """The registered bottle whose directory holds the caller's working directory (the innermost one)."""
-    workdir = reach.caller.workdir
-    if workdir is None:
+    """The registered bottle of the caller's working directory: the one whose database the walk up found (the
+    same bottle bottle_list marks)."""
+    if reach.current_path is None:
         return None
-    best, depth = None, -1
-    for registration in reach.registrations:
-        directory = Path(registration.directory) if registration.directory else None
-        if directory is not None and workdir.resolve().is_relative_to(directory.resolve()):
-            if len(directory.parts) > depth:
-                best, depth = registration, len(directory.parts)
-    return best
+    here = reach.current_path
+    return next((entry for entry in reach.registrations if entry.db_path and Path(entry.db_path) == here), None)
 
 
 @tool(
