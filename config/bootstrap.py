@@ -1,7 +1,7 @@
 """First use of a data directory: the global database is created and migrated by whoever arrives first.
 
 Several agents' stdio servers may start at the same moment on a fresh machine; a file lock in the data
-directory serialises the migration, and everyone re-checks under the lock before migrating.
+directory serialises the first connection, the check and the migration.
 """
 
 from __future__ import annotations
@@ -38,12 +38,16 @@ def pending_migrations(alias: str = "default") -> bool:
 
 
 def ensure_global_db() -> None:
-    """Migrate the global database if it is behind; cheap when it is not."""
+    """Migrate the global database if it is behind; cheap when it is not.
+
+    The check itself runs under the lock too: the first connection to a fresh SQLite file switches it to
+    WAL, and SQLite answers "database is locked" at once (without waiting out the busy timeout) to a
+    second process opening the file in the middle of that switch.
+    """
     global _ready
     if _ready:
         return
-    if pending_migrations():
-        with file_lock(Path(settings.PILLBOX_HOME) / ".migrate.lock"):
-            if pending_migrations():
-                call_command("migrate", verbosity=0, interactive=False, stdout=sys.stderr)
+    with file_lock(Path(settings.PILLBOX_HOME) / ".migrate.lock"):
+        if pending_migrations():
+            call_command("migrate", verbosity=0, interactive=False, stdout=sys.stderr)
     _ready = True
