@@ -178,6 +178,7 @@ INSTALLED_APPS = [
     "pillbox",
     "todos",
     "webui",
+    "ops",
 ]
 
 MIDDLEWARE = [

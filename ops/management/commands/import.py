@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.backups import BackupError, import_user
+from ops.backups import BackupError, import_user
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.backups import BackupError, restore
+from ops.backups import BackupError, restore
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.backups import BackupError, dump_json, export_user
+from ops.backups import BackupError, dump_json, export_user
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.backups import BackupError, backup
+from ops.backups import BackupError, backup
 
 
 class Command(BaseCommand):
