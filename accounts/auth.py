@@ -16,9 +16,9 @@ from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
+from accounts.caller import Caller, Credential
 from accounts.services import KEY_PREFIX, apikey_find
 from accounts.throttle import auth_failure_limit, exhausted, failure, login_limit, too_many
-from config.mcp.tools import Caller, Credential
 
 # The kind of credential a request carried, as the refusal names it.
 KIND_API_KEY, KIND_OAUTH, KIND_UID_KEY = "API key", "OAuth access token", "uid and key"

@@ -1,47 +1,29 @@
 """What an app registers into the MCP bridge: tools, prompts, and who is calling.
 
 The bridge knows the protocol and nothing about pillbox or todos; each app builds a ``ToolSet`` from an
-explicit list of ``Tool`` objects whose handlers are plain synchronous functions (the ORM is sync).
+explicit list of ``Tool`` objects whose handlers are plain synchronous functions (the ORM is sync). Who is
+calling is the accounts' ``Caller`` (and its ``Credential``), handed to every handler and named here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
-    from django.http import HttpRequest
+from accounts.caller import Caller, Credential
 
-
-@dataclass(frozen=True)
-class Credential:
-    """What authenticated a caller, so that anything handed out to it (a /list link) dies with it."""
-
-    kind: Literal["api_key", "oauth", "stdio", "session"]
-    api_key_id: int | None = None
-    application_id: int | None = None
-    access_token_id: int | None = None
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The authenticated user behind one MCP request, and where their agent works.
-
-    ``workdir`` is the process directory for stdio (or the client's first root), ``PILLBOX_ROOT`` over HTTP,
-    or ``None`` when there is no working directory. ``presented_key`` is the API key the request carried
-    (never shown back unless the caller presented it).
-    """
-
-    user: AbstractBaseUser
-    transport: Literal["stdio", "http"]
-    workdir: Path | None = None
-    request: HttpRequest | None = None
-    presented_key: str | None = None
-    presented_uid: str | None = None
-    credential: Credential | None = None
+__all__ = [
+    "Caller",
+    "Credential",
+    "Handler",
+    "Prompt",
+    "PromptArgument",
+    "Tool",
+    "ToolFailure",
+    "ToolReply",
+    "ToolSet",
+]
 
 
 @dataclass(frozen=True)
