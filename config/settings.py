@@ -324,7 +324,7 @@ LIST_LINK_MAX_AGE_DAYS = float(os.environ.get("LIST_LINK_MAX_AGE_DAYS") or 30)
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
 REST_FRAMEWORK = {
-    # The API's own views (config.api.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
+    # The API's own views (api.base.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["config.jsonbody.SafeJSONParser"],  # 400, not a RecursionError, for deep JSON
@@ -333,7 +333,7 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "EXCEPTION_HANDLER": "api.base.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pillbox & Todos API",
@@ -349,7 +349,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "SORT_OPERATIONS": False,
     "ENUM_NAME_OVERRIDES": {"PrescriptionStatusEnum": ["open", "closed"]},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api.require_bodies"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.base.require_bodies"],
 }
 
 # Every handler scrubs credentials (?key=, ?t=, token=, Authorization, pbx_ keys) from what it writes

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api import ShortIdField
+from api.base import ShortIdField
 from pillbox import ids
 from pillbox.models import Bottle
 from pillbox.texts import iso, shown_directory

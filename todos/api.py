@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.services import account_for
-from config.api import (
+from api.base import (
     REFUSED,
     ApiError,
     ApiView,

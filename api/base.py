@@ -30,8 +30,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.auth import mcp_caller
+from accounts.caller import Caller
 from config.jsonbody import SafeJSONParser
-from config.mcp.tools import Caller
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
 
