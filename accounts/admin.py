@@ -30,7 +30,7 @@ class KeyStateFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [("live", "live"), ("revoked", "revoked")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
         if self.value() == "live":
             return queryset.filter(revoked_at__isnull=True)
         if self.value() == "revoked":
@@ -57,7 +57,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return f"✗ revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "live"
 
     @admin.action(description="Revoke selected keys (and the user's /list links)")
-    def revoke(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         count = sum(apikey_revoke(user=key.user, key_id=key.pk) for key in queryset.filter(revoked_at__isnull=True))
         self.message_user(request, f"Revoked {count} key{'' if count == 1 else 's'}.", messages.SUCCESS)
 

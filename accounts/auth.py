@@ -59,7 +59,7 @@ def unauthorized(request: HttpRequest, *, presented: bool, kind: str = "") -> Ht
     )
     response["WWW-Authenticate"] = challenge
     # Credentials were sent and are wrong (not merely missing, nor a valid token short of scope): a guess.
-    response.credentials_rejected = status == 401 and presented
+    response.credentials_rejected = status == 401 and presented  # type: ignore[attr-defined]  # a mark, read by getattr
     return response
 
 
@@ -79,7 +79,7 @@ def _oauth_caller(request: HttpRequest, token: str) -> Caller | HttpResponse:
 
     check = verify_access_token(request, token)
     if check.user is None or check.access_token is None:
-        request.oauth_error = check
+        request.oauth_error = check  # type: ignore[attr-defined]  # a mark, read by getattr in unauthorized
         return unauthorized(request, presented=True, kind=KIND_OAUTH)
     # The token family (what a /list link dies with) is looked up only when a link is made, not on every request.
     credential = Credential(

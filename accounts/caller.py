@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
     from django.http import HttpRequest
 
 
@@ -34,7 +34,7 @@ class Caller:
     (never shown back unless the caller presented it).
     """
 
-    user: AbstractBaseUser
+    user: User
     transport: Literal["stdio", "http"]
     workdir: Path | None = None
     request: HttpRequest | None = None

@@ -23,7 +23,7 @@ class Account(models.Model):
         return f"{self.user} ({self.uid})"
 
 
-class ApiKeyQuerySet(models.QuerySet):
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def alive(self) -> ApiKeyQuerySet:
         return self.filter(revoked_at__isnull=True)
 
@@ -50,7 +50,7 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
-class ListLinkQuerySet(models.QuerySet):
+class ListLinkQuerySet(models.QuerySet["ListLink"]):
     def unexpired(self) -> ListLinkQuerySet:
         from django.utils import timezone
 

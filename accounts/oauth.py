@@ -66,7 +66,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
@@ -150,13 +150,13 @@ class McpOAuth2Validator(OAuth2Validator):
     stored as SHA-256 hashes like tokens (every method that looks a grant up by its code hashes the code first),
     and a replayed code revoking what it bought."""
 
-    def _create_authorization_code(self, request, code, expires=None):
+    def _create_authorization_code(self, request: Any, code: dict[str, Any], expires: Any = None) -> Any:
         # The consent form carries `resource` in a hidden field: re-check what is about to be stored on the grant.
         check_requested_resources(list(getattr(request, "resource", None) or []), request)
         # A copy: oauthlib sends the caller the dict it passed in, which must keep the code itself.
         return super()._create_authorization_code(request, {**code, "code": code_hash(code["code"])}, expires)
 
-    def _check_and_set_request_resource(self, request):
+    def _check_and_set_request_resource(self, request: Any) -> None:
         # DOT narrows/inherits `resource` from the grant or refresh token; when neither had one it takes the
         # token request's value as is. Whatever comes out must be non-empty and ours.
         raw_code = getattr(request, "code", None)
@@ -169,34 +169,38 @@ class McpOAuth2Validator(OAuth2Validator):
                 request.code = raw_code
         check_requested_resources(list(request.resource or []), request)
 
-    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+    def confirm_redirect_uri(
+        self, client_id: str, code: str, redirect_uri: str, client: Any, *args: Any, **kwargs: Any
+    ) -> bool:
         return super().confirm_redirect_uri(client_id, code_hash(code), redirect_uri, client, *args, **kwargs)
 
-    def get_code_challenge(self, code, request):
+    def get_code_challenge(self, code: str, request: Any) -> str | None:
         return super().get_code_challenge(code_hash(code), request)
 
-    def get_code_challenge_method(self, code, request):
+    def get_code_challenge_method(self, code: str, request: Any) -> str | None:
         return super().get_code_challenge_method(code_hash(code), request)
 
-    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+    def get_authorization_code_scopes(self, client_id: str, code: str, redirect_uri: str, request: Any) -> list[str]:
         return super().get_authorization_code_scopes(client_id, code_hash(code), redirect_uri, request)
 
-    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+    def get_authorization_code_nonce(self, client_id: str, code: str, redirect_uri: str, request: Any) -> str | None:
         return super().get_authorization_code_nonce(client_id, code_hash(code), redirect_uri, request)
 
-    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+    def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
         if super().validate_code(client_id, code_hash(code), client, request, *args, **kwargs):
             return True
         _revoke_what_a_code_bought(code_hash(code))
         return False
 
-    def save_bearer_token(self, token, request, *args, **kwargs):
+    def save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> Any:
         result = super().save_bearer_token(token, request, *args, **kwargs)
         if getattr(request, "grant_type", None) == "authorization_code" and token.get("access_token"):
             request.issued_from_code = (token.get("access_token"), token.get("refresh_token"))
         return result
 
-    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+    def invalidate_authorization_code(
+        self, client_id: str, code: str, request: Any, *args: Any, **kwargs: Any
+    ) -> None:
         super().invalidate_authorization_code(client_id, code_hash(code), request, *args, **kwargs)
         access, refresh = getattr(request, "issued_from_code", (None, None))
         family = None
@@ -231,7 +235,7 @@ def _revoke_what_a_code_bought(hashed: str) -> None:
 
 @dataclass
 class TokenCheck:
-    user: AbstractBaseUser | None
+    user: User | None
     error: str = "invalid_token"
     description: str = ""
     access_token: Any = None

@@ -16,11 +16,12 @@ Routes (``oauth_urlpatterns``, mounted at the site root under the ``oauth2_provi
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot
@@ -45,7 +46,7 @@ from config.jsonbody import BodyNotJson, parse_json
 class AuthorizationServerMetadataView(dot.OAuthServerMetadataView):
     """DOT's RFC 8414 document, with the issuer fixed to SITE_URL whichever well-known URL was asked."""
 
-    def get(self, request, *args, **kwargs):
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
         response = super().get(request, *args, **kwargs)
         data = json.loads(response.content)
         data["issuer"] = issuer()
@@ -60,16 +61,16 @@ class ProtectedResourceMetadataView(dot.OAuthProtectedResourceMetadataView):
 
     url_name = ""
 
-    def get_resource(self, request):
+    def get_resource(self, request: HttpRequest) -> str:
         return site_url() + reverse(self.url_name).rstrip("/")
 
-    def get_authorization_servers(self, request):
+    def get_authorization_servers(self, request: HttpRequest) -> list[str]:
         return [issuer()]
 
-    def get_scopes_supported(self):
+    def get_scopes_supported(self) -> list[str]:
         return [MCP_SCOPE]
 
-    def get_resource_name(self):
+    def get_resource_name(self) -> str:
         return f"{MCP_RESOURCES[self.url_name]} MCP server"
 
 
@@ -79,7 +80,7 @@ class McpAuthorizationView(dot.AuthorizationView):
 
     template_name = "oauth2_provider/authorize.html"
 
-    def get(self, request, *args, **kwargs):
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         resources = request.GET.getlist("resource")
         problem: tuple[str, str] | None = None
         if not resources:
@@ -96,13 +97,13 @@ class McpAuthorizationView(dot.AuthorizationView):
         except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
             return self.error_response(error, application=None)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
-        error = OAuthToolkitError(
+        refusal = OAuthToolkitError(
             error=CustomOAuth2Error(error=problem[0], description=problem[1], state=credentials.get("state")),
             redirect_uri=credentials["redirect_uri"],
         )
-        return self.error_response(error, application)
+        return self.error_response(refusal, application)
 
-    def error_response(self, error, application, **kwargs):
+    def error_response(self, error: Any, application: Any, **kwargs: Any) -> HttpResponse:
         """Errors found before the person answered the consent page are shown here, never redirected: a redirect
         would make this endpoint an open redirector to any registered URI (RFC 9700 section 4.11.2). After consent
         (the form POST), the client and its redirect URI are known good and the answer goes back to it."""
@@ -112,7 +113,7 @@ class McpAuthorizationView(dot.AuthorizationView):
         data.pop("url", None)
         return self.render_to_response(data, status=data["error"].status_code or 400)
 
-    def get_context_data(self, **kwargs):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         known = mcp_resources()
         resource = context.get("resource") or ""
@@ -137,7 +138,7 @@ def _rate_limited(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-def _read_metadata(request: HttpRequest) -> dict | HttpResponse:
+def _read_metadata(request: HttpRequest) -> dict[str, Any] | HttpResponse:
     """The client metadata of a registration or update, or the 400 refusing it (not JSON, too deep, or against
     the client policy). DOT's views parse the body again: by then it is known to parse."""
     try:
@@ -149,7 +150,7 @@ def _read_metadata(request: HttpRequest) -> dict | HttpResponse:
     return data
 
 
-def _describe(response: HttpResponse, data: dict) -> HttpResponse:
+def _describe(response: HttpResponse, data: dict[str, Any]) -> HttpResponse:
     """DOT's answer, completed as RFC 7591 section 3.2.1 asks: when a secret was issued, ``client_secret_expires_at``
     (0: it does not expire), and the ``token_endpoint_auth_method`` the client asked for when it is
     ``client_secret_post`` (the token endpoint accepts a confidential client's secret in the body or in Basic)."""
@@ -169,7 +170,7 @@ class RegistrationView(dot.DynamicClientRegistrationView):
     """RFC 7591 registration, open to anonymous MCP clients, rate limited per IP, held to the client policy
     (``accounts.client_policy``: authorization code only, https or loopback http redirect URIs)."""
 
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if limited := _rate_limited(request):
             return limited
         data = _read_metadata(request)
@@ -183,7 +184,7 @@ class RegistrationManagementView(dot.DynamicClientRegistrationManagementView):
     """RFC 7592 read, update and delete with the registration access token. An update is held to the same policy
     as a registration (DOT's own update checked nothing of it) and rate limited like registrations."""
 
-    def put(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def put(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if limited := _rate_limited(request):
             return limited
         data = _read_metadata(request)
@@ -201,7 +202,7 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
 
-def _metadata_paths() -> list:
+def _metadata_paths() -> list[URLPattern]:
     server_metadata = AuthorizationServerMetadataView.as_view()
     routes = [
         path(".well-known/oauth-authorization-server", server_metadata, name="oauth-server-metadata"),

@@ -8,7 +8,7 @@ import secrets
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -24,15 +24,15 @@ def hash_key(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def account_for(user: AbstractBaseUser) -> Account:
+def account_for(user: User) -> Account:
     try:
-        return user.account  # type: ignore[attr-defined]
+        return user.account
     except Account.DoesNotExist:
         account, _ = Account.objects.get_or_create(user=user)
         return account
 
 
-def user_get_or_create(*, username: str, staff: bool = False) -> AbstractBaseUser:
+def user_get_or_create(*, username: str, staff: bool = False) -> User:
     User = get_user_model()
     with transaction.atomic():
         user, created = User.objects.get_or_create(username=username)
@@ -45,13 +45,13 @@ def user_get_or_create(*, username: str, staff: bool = False) -> AbstractBaseUse
     return user
 
 
-def apikey_create(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiKey, str]:
+def apikey_create(*, user: User, name: str = "") -> tuple[ApiKey, str]:
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(user=user, key_hash=hash_key(raw), prefix=raw[:10], name=name)
     return key, raw
 
 
-def apikey_authenticate(*, raw: str, uid: str | None = None) -> AbstractBaseUser | None:
+def apikey_authenticate(*, raw: str, uid: str | None = None) -> User | None:
     """The user a live key belongs to (and, with ``uid``, only if the uid is theirs), else None."""
     key = apikey_find(raw=raw, uid=uid)
     return key.user if key is not None else None
@@ -73,7 +73,7 @@ def apikey_find(*, raw: str, uid: str | None = None) -> ApiKey | None:
     return key
 
 
-def apikey_revoke(*, user: AbstractBaseUser, key_id: int) -> bool:
+def apikey_revoke(*, user: User, key_id: int) -> bool:
     with transaction.atomic():
         now = timezone.now()
         changed = ApiKey.objects.alive().filter(user=user, pk=key_id).update(revoked_at=now)
@@ -83,7 +83,7 @@ def apikey_revoke(*, user: AbstractBaseUser, key_id: int) -> bool:
     return bool(changed)
 
 
-def keys_revoke_all(*, user: AbstractBaseUser) -> int:
+def keys_revoke_all(*, user: User) -> int:
     """Revoke every key of the user, and with them every /list link handed out for the user."""
     with transaction.atomic():
         account_for(user)

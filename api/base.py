@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -58,7 +59,7 @@ class KeyAuthentication(BaseAuthentication):
                 )
                 refusal.wait = int(found["Retry-After"])
                 raise refusal
-            raw.api_credentials_rejected = True
+            raw.api_credentials_rejected = True  # type: ignore[attr-defined]  # a mark, read by getattr below
             # The refusal names what was recognised (API key, OAuth token, uid and key) and that it was refused.
             raise exceptions.AuthenticationFailed(json.loads(found.content)["message"])
         return found.user, found
@@ -70,7 +71,8 @@ class KeyAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
 
-class KeyAuthenticationScheme(OpenApiAuthenticationExtension):
+# drf-spectacular registers each extension in its __init_subclass__, which it leaves unannotated.
+class KeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = KeyAuthentication
     name = "apiKey"
 
@@ -96,6 +98,8 @@ def caller_of(request: Request) -> Caller:
     """The ``Caller`` the core's access rules take: the key's, or one made for the signed-in person."""
     if isinstance(request.auth, Caller):
         return request.auth
+    if not request.user.is_authenticated:  # the views' IsAuthenticated let no one else in
+        raise exceptions.NotAuthenticated()
     return Caller(user=request.user, transport="http", workdir=settings.PILLBOX_ROOT, request=request._request)
 
 
@@ -167,7 +171,7 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
     return response
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Mapping[str, Any]]):
     error = serializers.CharField(help_text="A code: not_found, validation_error, invalid_input, unauthorized, …")
     message = serializers.CharField(help_text="One sentence saying what went wrong and what to do.")
     details = serializers.DictField(
@@ -286,13 +290,13 @@ class ApiView(APIView):
 
 
 @extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{12}$", "example": "019e1d521a89"})
-class ShortIdField(serializers.Field):
+class ShortIdField(serializers.Field[UUID, Any, str, Any]):
     """A UUID shown as agents see it: its first 12 hex digits."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(read_only=True, **kwargs)
 
-    def to_representation(self, value: Any) -> str:
+    def to_representation(self, value: UUID) -> str:
         return value.hex[:12]
 
 

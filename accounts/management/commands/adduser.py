@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import models, transaction
 
 from accounts.services import account_for, apikey_create
 from config.bootstrap import ensure_global_db
@@ -23,6 +23,7 @@ def checked_username(raw: str) -> str:
     """The name as Django's user model accepts it, or a CommandError saying what is wrong."""
     User = get_user_model()
     field = User._meta.get_field(User.USERNAME_FIELD)
+    assert isinstance(field, models.Field)  # a column, never a relation
     try:
         field.run_validators(raw)
         if not raw:
