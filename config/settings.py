@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import dj_database_url
@@ -91,7 +92,7 @@ SQLITE_OPTIONS = {
 }
 
 
-def sqlite_database(path: Path | str) -> dict:
+def sqlite_database(path: Path | str) -> dict[str, Any]:
     # CONN_MAX_AGE None: a long-lived agent process keeps its connection between tool calls.
     return {
         "ENGINE": "django.db.backends.sqlite3",
@@ -101,7 +102,7 @@ def sqlite_database(path: Path | str) -> dict:
     }
 
 
-def database_from_url(url: str) -> dict:
+def database_from_url(url: str) -> dict[str, Any]:
     """``DATABASE_URL`` as Django settings: PostgreSQL URLs through dj-database-url, SQLite with the options above.
 
     PostgreSQL gets Django's own
@@ -120,7 +121,9 @@ def database_from_url(url: str) -> dict:
         path = unquote(urlsplit(url).path)
         return sqlite_database(path if path not in ("", "/") else GLOBAL_DB_PATH)
     pooled = env_bool("DATABASE_POOL", True)
-    database = dict(dj_database_url.parse(url, conn_max_age=0 if pooled else 60, conn_health_checks=True))
+    database: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=0 if pooled else 60, conn_health_checks=True)
+    )
     if pooled:
         database.setdefault("OPTIONS", {})["pool"] = {
             "min_size": int(os.environ.get("DATABASE_POOL_MIN_SIZE") or 2),
@@ -141,7 +144,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASE_ROUTERS = ["pillbox.routers.LocalBottleRouter"]
 
 
-def caches_from_url(url: str | None) -> dict:
+def caches_from_url(url: str | None) -> dict[str, Any]:
     """Every counter (throttles, rate limits) and cached lookup lives in the default cache. One process alone:
     local memory. Several processes or servers: ``REDIS_URL`` puts it in Redis through Django's own backend, so
     their counts are one count (``cache.add`` + ``cache.incr`` are atomic there) and expiries are Redis's."""

@@ -16,4 +16,4 @@ INSTALLED_APPS = [
     "pillbox",
     "todos",
 ]
-MIDDLEWARE: list[str] = []
+MIDDLEWARE = []

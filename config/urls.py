@@ -1,8 +1,12 @@
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin
 from django.http import FileResponse, HttpRequest, JsonResponse
 from django.urls import include, path
 from django.utils.module_loading import import_string
+from mcp.server import Server
 
 from accounts.auth import mcp_caller
 from accounts.oauth_views import account_urlpatterns, oauth_urlpatterns
@@ -23,7 +27,7 @@ def favicon(request: HttpRequest) -> FileResponse:
     return response
 
 
-def _server(name: str):
+def _server(name: str) -> Callable[[], Server[Any]]:
     return lambda: build_server(import_string(settings.MCP_SERVERS[name]))
 
 

@@ -55,7 +55,8 @@ def _global_settings() -> dict[str, Any]:
 
 
 def _is_sqlite() -> bool:
-    return _global_settings()["ENGINE"].endswith("sqlite3")
+    engine: str = _global_settings()["ENGINE"]
+    return engine.endswith("sqlite3")
 
 
 def _global_file() -> Path | None:
@@ -138,9 +139,9 @@ def backup(dest: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
             if opened:
                 stack.callback(connection.close)
             sources.append(("global", _global_file(), connection))
-        for path in locals_:
+        for local in locals_:
             sources.append(
-                ("local", path, stack.enter_context(closing(sqlite3.connect(path, timeout=60, isolation_level=None))))
+                ("local", local, stack.enter_context(closing(sqlite3.connect(local, timeout=60, isolation_level=None))))
             )
         # Every file's snapshot is fixed before the first copy starts.
         for _, _, connection in sources:
@@ -182,7 +183,7 @@ def backup(dest: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
 
 def read_manifest(source: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((source / MANIFEST).read_text())
+        manifest: dict[str, Any] = json.loads((source / MANIFEST).read_text())
     except FileNotFoundError:
         raise BackupError(f"{source} holds no {MANIFEST}: not a backup made by `manage.py backup`") from None
     if manifest.get("format") != FORMAT:
@@ -202,7 +203,7 @@ def restore(source: Path, *, force: bool = False, say: Callable[[str], None] = p
     if glob and glob["engine"] == "sqlite" and not _is_sqlite():
         raise BackupError("the backup holds a SQLite global database but this site runs on PostgreSQL")
     existing = [entry["path"] for entry in manifest["locals"] if Path(entry["path"]).exists()]
-    if glob and glob["engine"] == "sqlite" and (_global_file() is None or _global_file().exists()):
+    if glob and glob["engine"] == "sqlite" and ((file := _global_file()) is None or file.exists()):
         existing.insert(0, str(_global_file() or "the global database"))
     if existing and not force:
         raise BackupError("restoring would overwrite " + ", ".join(existing) + "; pass --force to overwrite")
@@ -231,8 +232,8 @@ def restore(source: Path, *, force: bool = False, say: Callable[[str], None] = p
         ):
             copy.backup(target)
         restored.append(str(path))
-    for path in restored:
-        say(f"restored {path}")
+    for done in restored:
+        say(f"restored {done}")
     return restored
 
 

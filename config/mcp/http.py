@@ -11,9 +11,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -56,8 +56,10 @@ Authenticator = Callable[[HttpRequest], "Caller | HttpResponse"]
 
 _thread_loops = threading.local()
 
+T = TypeVar("T")
 
-def run_here(coroutine: Any) -> Any:
+
+def run_here(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run the SDK's dispatch to completion on an event loop kept by this request thread.
 
     The view is synchronous (it must work under WSGI, and Django's ORM is sync); asgiref's async_to_sync would
@@ -80,7 +82,7 @@ class _HttpDispatchContext:
     cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
 
-    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> dict:
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> dict[str, Any]:
         raise NoBackChannelError(method)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
@@ -272,12 +274,14 @@ class McpEndpoint:
         unreadable = reply.get("error", {}).get("code") == types.INVALID_REQUEST
         return _json(reply, status=400 if unreadable else 200)
 
-    async def _batch(self, request: HttpRequest, caller: Caller, items: list[Any], version: str) -> list[dict]:
+    async def _batch(
+        self, request: HttpRequest, caller: Caller, items: list[Any], version: str
+    ) -> list[dict[str, Any]]:
         """Answer a batch in order within the request's time budget; what the budget leaves is refused by id,
         so one request cannot hold a worker for long whatever its messages ask."""
         budget = settings.MCP_REQUEST_BUDGET_SECONDS
         deadline = time.monotonic() + budget
-        replies: list[dict] = []
+        replies: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             if index and time.monotonic() >= deadline:
                 message = (f"Not run: this batch used up the {budget:g} s of work one HTTP request may take; send "

@@ -75,7 +75,7 @@ def _file_root(uri: str) -> Path | None:
 
 
 async def resolve_caller(ctx: Any) -> Caller:
-    state = ctx.lifespan_context
+    state: Caller | StdioState = ctx.lifespan_context
     if not isinstance(state, StdioState):
         return state
     if not state.roots_checked:
