@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.http import HttpRequest
 
+    class PersonRequest(HttpRequest):
+        """A request from a signed-in person: a view behind login_required, or the admin (staff only)."""
+
+        user: User
+
 
 @dataclass(frozen=True)
 class Credential:

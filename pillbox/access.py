@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, models, transaction
 
 from config.mcp.tools import Caller
@@ -23,10 +25,13 @@ from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
 logger = logging.getLogger("pillbox")
 
+# A record found by id: what comes back is of the model asked for.
+Record = TypeVar("Record", bound=Bottle | Prescription | Pill | Capsule)
+
 
 @dataclass
 class Reach:
-    user: AbstractBaseUser
+    user: User
     caller: Caller
     current: str  # the alias tools write to by default: the local database, else the global one
     current_path: Path | None
@@ -58,7 +63,7 @@ def hides_server_paths(caller: Caller) -> bool:
     return caller.transport != "stdio" and not getattr(caller.user, "is_staff", False)
 
 
-def register(*, user: AbstractBaseUser, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
+def register(*, user: User, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
     try:
         with transaction.atomic(using=GLOBAL):
             return Registration.objects.get_or_create(
@@ -151,9 +156,10 @@ def _register_found_bottles(caller: Caller, alias: str, path: Path,
     return registrations
 
 
-def _scoped(model: type[models.Model], alias: str, bottles: set[uuid.UUID], *, discarded: bool) -> models.QuerySet:
+def _scoped(model: type[Record], alias: str, bottles: set[uuid.UUID], *, discarded: bool) -> models.QuerySet[Record]:
     """The rows of ``model`` in reachable bottles; discarded ones only when asked (people restore them)."""
-    manager = model._default_manager.using(alias)
+    # Any: which lookups apply depends on the model, which the branches below tell apart.
+    manager: models.QuerySet[Any] = model._default_manager.using(alias)
     if model is Bottle:
         return manager.filter(id__in=bottles)
     if model is Prescription:
@@ -170,19 +176,21 @@ def prefix_range(digits: str) -> tuple[uuid.UUID, uuid.UUID]:
     return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
 
 
-def _prefix_matches(queryset: models.QuerySet, digits: str) -> list[models.Model]:
+def _prefix_matches(queryset: models.QuerySet[Record], digits: str) -> list[Record]:
     low, high = prefix_range(digits)
     return list(queryset.filter(id__gte=low, id__lte=high).order_by("id")[:10])
 
 
-def _ambiguous(raw_id: str, digits: str, matches: list[models.Model], *, noun: str, field: str) -> AmbiguousId:
+def _ambiguous(
+    raw_id: str, digits: str, matches: Sequence[Bottle | Prescription | Pill | Capsule], *, noun: str, field: str
+) -> AmbiguousId:
     return AmbiguousId(
         f"The id prefix {digits} matches several {noun}s; give more digits.",
         **{field: raw_id.strip(), "candidates": ", ".join(ids.distinguishing([m.id for m in matches]))},
     )
 
 
-def match_prefix(queryset: models.QuerySet, raw_id: str, *, noun: str, field: str = "id") -> models.Model | None:
+def match_prefix(queryset: models.QuerySet[Record], raw_id: str, *, noun: str, field: str = "id") -> Record | None:
     """The one row of ``queryset`` whose id starts with ``raw_id``; None if none; AmbiguousId if several."""
     digits = ids.normalise(raw_id, field)
     matches = _prefix_matches(queryset, digits)
@@ -191,15 +199,15 @@ def match_prefix(queryset: models.QuerySet, raw_id: str, *, noun: str, field: st
     return matches[0] if matches else None
 
 
-def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, field: str = "id",
-           hint: str = "", discarded: bool = False) -> tuple[models.Model, str]:
+def locate(reach: Reach, model: type[Record], raw_id: str, *, noun: str, field: str = "id",
+           hint: str = "", discarded: bool = False) -> tuple[Record, str]:
     """Find a reachable record by id or prefix in the current database and every registered one.
 
     Ids are only monotonic within one database, so a prefix is checked everywhere: rows made in the same
     minute in two databases share their first digits, and answering the first one found would be a guess.
     """
     if model is Bottle and (named := _bottle_named(reach, raw_id, field)) is not None:
-        return named
+        return named  # type: ignore[return-value]  # model is Bottle, so Record is Bottle (mypy cannot narrow it)
     try:
         digits = ids.normalise(raw_id, field)
     except ValidationFailed:
@@ -207,7 +215,7 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
             raise NotFound(f"No bottle has the name or id {raw_id.strip()[:80]}{hint}.",
                            **{field: raw_id.strip()[:80]}) from None
         raise
-    found: list[tuple[models.Model, str]] = []
+    found: list[tuple[Record, str]] = []
     for alias, bottles in reach.dbs.items():
         if bottles:
             scoped = _scoped(model, alias, bottles, discarded=discarded)
@@ -226,7 +234,7 @@ def locate(reach: Reach, model: type[models.Model], raw_id: str, *, noun: str, f
 
 
 # Which tool reads each kind of record, for an agent that passed one kind's id where another was expected.
-_READERS: dict[type[models.Model], tuple[str, str]] = {
+_READERS: dict[type[Bottle | Prescription | Pill], tuple[str, str]] = {
     Bottle: ("bottle", "bottle_context"),
     Prescription: ("prescription", "prescription_read (or prescription_context)"),
     Pill: ("pill", "pill_read"),

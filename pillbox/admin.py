@@ -11,8 +11,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
@@ -23,15 +25,20 @@ from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 
+if TYPE_CHECKING:
+    from accounts.caller import PersonRequest
 
-def operator_reach(user: object, bottles: Iterable[uuid.UUID] = ()) -> Reach:
+Row = TypeVar("Row", bound=Model)
+
+
+def operator_reach(user: User, bottles: Iterable[uuid.UUID] = ()) -> Reach:
     """What the services need to act on global rows: the bottles concerned, as if the user had registered them."""
-    caller = Caller(user=user, transport="http")  # type: ignore[arg-type]
+    caller = Caller(user=user, transport="http")
     return Reach(
         user=user,
         caller=caller,
         current=GLOBAL,
-        current_path=None,  # type: ignore[arg-type]
+        current_path=None,
         dbs={GLOBAL: set(bottles)},
     )
 
@@ -62,7 +69,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def apply(self, request: HttpRequest, rows: Iterable[Model], verb: str, act: Callable[[Model], object]) -> None:
+    def apply(self, request: HttpRequest, rows: Iterable[Row], verb: str, act: Callable[[Row], object]) -> None:
         done, refused = 0, []
         for row in rows:
             try:
@@ -107,7 +114,7 @@ class PrescriptionAdmin(ReadOnlyAdmin):
         return _state(prescription)
 
     @admin.action(description="Discard selected prescriptions with their pills")
-    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def discard(self, request: PersonRequest, queryset: QuerySet[Prescription]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=True),
@@ -118,7 +125,7 @@ class PrescriptionAdmin(ReadOnlyAdmin):
         )
 
     @admin.action(description="Restore selected prescriptions with the pills discarded with them")
-    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def restore(self, request: PersonRequest, queryset: QuerySet[Prescription]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=False),
@@ -146,7 +153,7 @@ class PillAdmin(ReadOnlyAdmin):
         return _state(pill)
 
     @admin.action(description="Discard selected pills")
-    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def discard(self, request: PersonRequest, queryset: QuerySet[Pill]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=True).select_related("prescription"),
@@ -157,7 +164,7 @@ class PillAdmin(ReadOnlyAdmin):
         )
 
     @admin.action(description="Restore selected pills")
-    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def restore(self, request: PersonRequest, queryset: QuerySet[Pill]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=False).select_related("prescription"),
@@ -186,7 +193,7 @@ class CapsuleAdmin(ReadOnlyAdmin):
 
     # A capsule belongs to its owner: the services act as them.
     @admin.action(description="Discard selected capsules")
-    def discard(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def discard(self, request: HttpRequest, queryset: QuerySet[Capsule]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=True).select_related("owner"),
@@ -195,7 +202,7 @@ class CapsuleAdmin(ReadOnlyAdmin):
         )
 
     @admin.action(description="Restore selected capsules")
-    def restore(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def restore(self, request: HttpRequest, queryset: QuerySet[Capsule]) -> None:
         self.apply(
             request,
             queryset.filter(deleted_at__isnull=False).select_related("owner"),

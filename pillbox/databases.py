@@ -16,6 +16,7 @@ import stat
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
@@ -128,7 +129,7 @@ def alias_for(path: Path) -> str:
     return alias
 
 
-def _sqlite_settings(path: Path) -> dict:
+def _sqlite_settings(path: Path) -> dict[str, Any]:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),

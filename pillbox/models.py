@@ -11,12 +11,16 @@ that millisecond as an integer, the row's key in the full-text index.
 
 from __future__ import annotations
 
+from typing import Self, TypeVar
+
 from django.conf import settings
 from django.db import models
 
+_M = TypeVar("_M", bound=models.Model)
 
-class SoftDeleteQuerySet(models.QuerySet):
-    def alive(self) -> SoftDeleteQuerySet:
+
+class SoftDeleteQuerySet(models.QuerySet[_M]):
+    def alive(self) -> Self:
         return self.filter(deleted_at__isnull=True)
 
 

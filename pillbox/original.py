@@ -34,7 +34,7 @@ from pillbox.exceptions import IncompatibleDb
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger("pillbox")
 
@@ -316,7 +316,7 @@ def _required(table: str, row_id: object, column: str, value: object) -> datetim
     return moment
 
 
-def _views(table: str, row_id: object, value: object) -> int:
+def _views(table: str, row_id: object, value: int | float | str | bytes | None) -> int:
     try:
         return max(int(value or 0), 0)
     except (TypeError, ValueError):
@@ -538,7 +538,7 @@ def global_snapshot(path: Path) -> Snapshot | None:
     return read(found)
 
 
-def _register(user: AbstractBaseUser, entries: list[Registration]) -> tuple[int, int]:
+def _register(user: User, entries: list[Registration]) -> tuple[int, int]:
     """Add registry entries for ``user``; a bottle already registered stays as it is, and a name the user
     already gives another bottle is skipped (names are unique among a user's bottles)."""
     mine = {registration.bottle_id: registration.name for registration in Registration.objects.filter(user=user)}
@@ -559,7 +559,7 @@ def _register(user: AbstractBaseUser, entries: list[Registration]) -> tuple[int,
     return added, skipped
 
 
-def import_global(snapshot: Snapshot, *, user: AbstractBaseUser) -> Counts | None:
+def import_global(snapshot: Snapshot, *, user: User) -> Counts | None:
     """Copy the original's global file into the global database for ``user``: its bottles become their global
     bottles, its capsules their capsules, its registry their registrations. None when already imported."""
     source = str(snapshot.found.path)
@@ -614,7 +614,7 @@ def home_files() -> list[Path]:
 _home_checked: set[tuple[str, object]] = set()
 
 
-def import_home(user: AbstractBaseUser) -> None:
+def import_home(user: User) -> None:
     """Over stdio the process runs as the person whose home it is: their original global file becomes theirs
     the first time they connect. Checked once per process; a failure is told once and the tools work on."""
     for path in home_files():

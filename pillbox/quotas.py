@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Collection
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from pillbox.exceptions import ValidationFailed
 from pillbox.models import Capsule, Pill, Prescription, Registration
@@ -36,7 +36,7 @@ def _refuse_when_full(kind: str, count: int) -> None:
         )
 
 
-def check_bottle_room(*, user: AbstractBaseUser) -> None:
+def check_bottle_room(*, user: User) -> None:
     _refuse_when_full("bottles", Registration.objects.filter(user=user).count())
 
 
@@ -48,5 +48,5 @@ def check_pill_room(*, alias: str, bottles: Collection[uuid.UUID]) -> None:
     _refuse_when_full("pills", Pill.objects.using(alias).filter(prescription__bottle_id__in=bottles).count())
 
 
-def check_capsule_room(*, user: AbstractBaseUser) -> None:
+def check_capsule_room(*, user: User) -> None:
     _refuse_when_full("capsules", Capsule.objects.filter(owner=user).count())

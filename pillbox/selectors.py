@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
@@ -15,11 +16,22 @@ from pillbox.access import Reach, locate, locate_capsule
 from pillbox.exceptions import NotFound, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
+if TYPE_CHECKING:
+    from typing import TypeAlias, TypedDict
+
+    from django_stubs_ext import WithAnnotations
+
+    class _LivePills(TypedDict):
+        live_pills: int
+
+    # A prescription counted with its live pills (``.annotate(live_pills=…)``).
+    CountedPrescription: TypeAlias = WithAnnotations[Prescription, _LivePills]
+
 
 @dataclass(frozen=True)
 class BottleContext:
     bottle: Bottle
-    prescriptions: list[Prescription]  # each annotated with live_pills
+    prescriptions: list[CountedPrescription]
     total: int
 
 
@@ -79,7 +91,7 @@ def bottle_list(*, reach: Reach) -> list[ListedBottle]:
     return sorted(listed, key=lambda item: (item.registration.name, str(item.registration.bottle_id)))
 
 
-def narrowed_dbs(reach: Reach, bottle_id: str | None) -> dict[str, set]:
+def narrowed_dbs(reach: Reach, bottle_id: str | None) -> dict[str, set[uuid.UUID]]:
     """The databases and bottles a listing covers: every reachable one, or the one bottle asked for."""
     if bottle_id is None:
         return {alias: bottles for alias, bottles in reach.dbs.items() if bottles}
@@ -105,7 +117,7 @@ def capsule_compounds(*, reach: Reach, limit: int) -> list[tuple[str, int]]:
     return sorted(rows, key=lambda item: (-item[1], item[0]))[:limit]
 
 
-def bottle_names(reach: Reach) -> dict:
+def bottle_names(reach: Reach) -> dict[uuid.UUID, str]:
     """Bottle id -> name, for search results."""
     return {registration.bottle_id: registration.name for registration in reach.registrations}
 
@@ -129,7 +141,7 @@ class BottleSummary:
 class BottlePage:
     bottle: Bottle
     alias: str
-    prescriptions: list[Prescription]  # each annotated with live_pills
+    prescriptions: list[CountedPrescription]
     pills_per_day: list[tuple[date, int]]  # days with at least one live pill, oldest first
 
 
@@ -153,7 +165,7 @@ def _alias_of(reach: Reach, bottle_id: uuid.UUID) -> str | None:
     return next((alias for alias, bottles in reach.dbs.items() if bottle_id in bottles), None)
 
 
-def _live_pills(alias: str) -> QuerySet:
+def _live_pills(alias: str) -> QuerySet[Pill]:
     return Pill.objects.using(alias).alive().filter(prescription__deleted_at__isnull=True)
 
 
@@ -164,7 +176,7 @@ def bottle_summaries(*, reach: Reach) -> list[BottleSummary]:
         alias = _alias_of(reach, bottle_id) if item.linked else None
         bottle = Bottle.objects.using(alias).filter(pk=bottle_id).first() if alias else None
         prescriptions = pills = 0
-        if bottle is not None:
+        if alias and bottle is not None:
             prescriptions = Prescription.objects.using(alias).alive().filter(bottle=bottle).count()
             pills = _live_pills(alias).filter(prescription__bottle=bottle).count()
         summaries.append(BottleSummary(registration=item.registration, linked=item.linked, bottle=bottle,
@@ -177,12 +189,12 @@ def bottle_page(*, reach: Reach, bottle_id: str, include_discarded: bool = False
     rows = Prescription.objects.using(alias).filter(bottle=bottle)
     if not include_discarded:
         rows = rows.alive()
-    rows = rows.annotate(live_pills=Count("pills", filter=Q(pills__deleted_at__isnull=True))).order_by("-id")
+    counted = rows.annotate(live_pills=Count("pills", filter=Q(pills__deleted_at__isnull=True))).order_by("-id")
     per_day = (
         _live_pills(alias).filter(prescription__bottle=bottle)
         .annotate(day=TruncDate("created_at")).values_list("day").annotate(n=Count("id")).order_by("day")
     )
-    return BottlePage(bottle=bottle, alias=alias, prescriptions=list(rows), pills_per_day=list(per_day))
+    return BottlePage(bottle=bottle, alias=alias, prescriptions=list(counted), pills_per_day=list(per_day))
 
 
 def prescription_page(*, reach: Reach, prescription_id: str, include_discarded: bool = False) -> PrescriptionPage:

@@ -5,6 +5,8 @@ Output only: input is read against the MCP tools' own schemas (``pillbox.api``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -13,12 +15,14 @@ from rest_framework import serializers
 
 from api.base import ShortIdField
 from pillbox import ids
-from pillbox.models import Bottle
+from pillbox.models import Bottle, Capsule, Pill, Prescription
+from pillbox.search import Hit
+from pillbox.selectors import BottleSummary
 from pillbox.texts import iso, shown_directory
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
-class InstantField(serializers.Field):
+class InstantField(serializers.Field[datetime, Any, str, Any]):
     """UTC, to the second (``2026-05-31T10:15:42Z``)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -35,7 +39,7 @@ class DirectoryField(serializers.CharField):
         return shown_directory(str(value), hide_paths=bool(self.context.get("hide_paths")))
 
 
-class BottleSerializer(serializers.Serializer):
+class BottleSerializer(serializers.Serializer[Bottle | Mapping[str, Any]]):
     id = ShortIdField()
     name = serializers.CharField(help_text="A slug, unique among your bottles.")
     display_name = serializers.CharField()
@@ -44,7 +48,7 @@ class BottleSerializer(serializers.Serializer):
     created_at = InstantField()
 
 
-class RegisteredBottleSerializer(serializers.Serializer):
+class RegisteredBottleSerializer(serializers.Serializer[BottleSummary]):
     """A bottle in the caller's registry (``selectors.BottleSummary``)."""
 
     id = ShortIdField(source="registration.bottle_id")
@@ -57,7 +61,7 @@ class RegisteredBottleSerializer(serializers.Serializer):
     pills = serializers.IntegerField(help_text="Live pills.")
 
 
-class DayCountSerializer(serializers.Serializer):
+class DayCountSerializer(serializers.Serializer[Mapping[str, Any]]):
     day = serializers.DateField()
     pills = serializers.IntegerField()
 
@@ -67,7 +71,7 @@ class BottleDetailSerializer(BottleSerializer):
     pills_per_day = DayCountSerializer(many=True, help_text="Live pills stored per day (UTC), oldest day first.")
 
 
-class PrescriptionSerializer(serializers.Serializer):
+class PrescriptionSerializer(serializers.Serializer[Prescription]):
     id = ShortIdField()
     bottle = ShortIdField(source="bottle_id")
     title = serializers.CharField()
@@ -84,7 +88,7 @@ class PrescriptionSerializer(serializers.Serializer):
         return "open" if prescription.ended_at is None else "closed"
 
 
-class PillSerializer(serializers.Serializer):
+class PillSerializer(serializers.Serializer[Pill]):
     id = ShortIdField()
     prescription = ShortIdField(source="prescription_id")
     compound = serializers.CharField()
@@ -114,7 +118,7 @@ class PillDetailSerializer(PillSerializer):
         return "open" if self.context["page"].prescription.ended_at is None else "closed"
 
 
-class CapsuleSerializer(serializers.Serializer):
+class CapsuleSerializer(serializers.Serializer[Capsule]):
     id = ShortIdField()
     compound = serializers.CharField()
     title = serializers.CharField()
@@ -124,7 +128,7 @@ class CapsuleSerializer(serializers.Serializer):
     deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
 
 
-class HitSerializer(serializers.Serializer):
+class HitSerializer(serializers.Serializer[Hit]):
     id = ShortIdField()
     compound = serializers.CharField()
     title = serializers.CharField()
@@ -141,7 +145,7 @@ class HitSerializer(serializers.Serializer):
         return self.context["bottle_names"].get(hit.bottle_id) if hit.bottle_id else None
 
 
-class SearchSerializer(serializers.Serializer):
+class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
     total = serializers.IntegerField(help_text="How many rows match, beyond the ones shown.")
     used_fuzzy = serializers.BooleanField(help_text="True when typo expansions contributed to the results.")
     used_semantic = serializers.BooleanField(
@@ -149,7 +153,7 @@ class SearchSerializer(serializers.Serializer):
     results = HitSerializer(many=True)
 
 
-def page_of(child: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+def page_of(child: type[serializers.Serializer[Any]], name: str) -> type[serializers.Serializer[Mapping[str, Any]]]:
     """``{"count": <all matching>, "results": [...]}`` for lists cut by ``limit`` and ``offset``."""
     return type(
         name,

@@ -11,8 +11,9 @@ import unicodedata
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Model
 from django.utils import timezone
 
 from pillbox import ids, original, quotas, semantic
@@ -402,7 +403,7 @@ def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
     return capsule
 
 
-def count_view(model: type, alias: str, pk: object) -> None:
+def count_view(model: type[Model], alias: str, pk: object) -> None:
     """Reads are counted for people (never shown to agents)."""
     model._default_manager.using(alias).filter(pk=pk).update(views=F("views") + 1)
 
@@ -467,14 +468,14 @@ def capsule_purge(*, reach: Reach, capsule_id: str) -> None:
     Capsule.objects.filter(pk=locate_capsule(reach, capsule_id, discarded=True).pk).delete()
 
 
-def registration_unregister(*, user: object, registration_id: int) -> None:
+def registration_unregister(*, user: User, registration_id: int) -> None:
     """Forget a bottle in the user's registry; the bottle's database itself is left untouched."""
     deleted, _ = Registration.objects.filter(user=user, pk=registration_id).delete()
     if not deleted:
         raise NotFound("No such bottle in your registry.", registration=registration_id)
 
 
-def registration_repair(*, user: object, registration_id: int, directory: str) -> Registration:
+def registration_repair(*, user: User, registration_id: int, directory: str) -> Registration:
     """Point a registered local bottle at the directory it moved to (the file there must hold that bottle)."""
     registration = Registration.objects.filter(user=user, pk=registration_id).first()
     if registration is None:

@@ -5,6 +5,7 @@ Every function here is pure: it formats what the selectors and services already 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,7 +201,7 @@ def compounds(rows: list[tuple[str, int]]) -> str:
     return "\n".join(f"- {name} ({count})" for name, count in rows)
 
 
-def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str] | None,
+def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, str] | None,
                    current_bottle: str | None = None) -> str:
     if not found.hits:
         return f"No {noun}s found."
@@ -218,7 +219,7 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[object, str
     for hit in found.hits:
         pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", hit.compound), ("title", hit.title)]
         if bottle_names is not None:
-            pairs.append(("bottle", bottle_names.get(hit.bottle_id, short(hit.bottle_id) if hit.bottle_id else "")))
+            pairs.append(("bottle", bottle_names.get(hit.bottle_id, short(hit.bottle_id)) if hit.bottle_id else ""))
         pairs.append(("snippet", hit.snippet))
         blocks.append(lines(pairs))
     return "\n\n".join(blocks)

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import getpass
 import os
+import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from pillbox import original
 from pillbox.exceptions import IncompatibleDb
 from pillbox.models import OriginalImport
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Command(BaseCommand):
@@ -36,7 +41,7 @@ class Command(BaseCommand):
                **options: object) -> None:
         username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()
         self.dry_run, self.failures = dry_run, 0
-        self.owner = None
+        self.owner: User | None = None  # None in a dry run, which writes nothing
         self.registered: set[str] = set()
         if not dry_run:
             from accounts.services import user_get_or_create
@@ -90,7 +95,7 @@ class Command(BaseCommand):
         record = original.imported_record(path) if not self.dry_run or _global_db_exists() else None
         if record is not None:
             self.stdout.write(f"{path} (global): already imported {_when(record)}")
-        elif self.dry_run:
+        elif self.dry_run or self.owner is None:
             self.stdout.write(f"{path} (global): would import {snapshot.counts().phrase()}")
         else:
             counts = original.import_global(snapshot, user=self.owner)
@@ -109,7 +114,7 @@ class Command(BaseCommand):
                 )
         return files
 
-    def _moved_to(self, bottle_id: object) -> str | None:
+    def _moved_to(self, bottle_id: uuid.UUID) -> str | None:
         from pillbox.models import Registration
 
         if self.owner is None:
@@ -153,6 +158,8 @@ class Command(BaseCommand):
         from pillbox.databases import open_local
         from pillbox.models import Bottle, Registration
 
+        if self.owner is None:
+            return
         for bottle in Bottle.objects.using(open_local(path)):
             clash = Registration.objects.filter(user=self.owner, name=bottle.name).exclude(bottle_id=bottle.id)
             if clash.exists():
