@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,25 +34,25 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def build_graph(weights: dict[str, np.ndarray], config: dict) -> bytes:
+def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any]) -> bytes:
     """A serialized ONNX model: inputs ``input_ids`` and ``attention_mask`` (int64, [batch, tokens]), output
     ``hidden`` ([batch, tokens, hidden]) — the last layer's token states."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import NodeProto, TensorProto, helper, numpy_helper
 
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
     layers = int(config["num_hidden_layers"])
     eps = float(config.get("layer_norm_eps", 1e-12))
     head_size = hidden // heads
-    nodes: list = []
-    initializers: list = []
+    nodes: list[NodeProto] = []
+    initializers: list[TensorProto] = []
     counter = iter(range(1_000_000))
 
     def const(name: str, array: np.ndarray) -> str:
         initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def op(kind: str, inputs: list[str], **attributes: object) -> str:
+    def op(kind: str, inputs: list[str], **attributes: Any) -> str:
         out = f"{kind.lower()}_{next(counter)}"
         nodes.append(helper.make_node(kind, inputs, [out], **attributes))
         return out
@@ -116,4 +117,5 @@ def build_graph(weights: dict[str, np.ndarray], config: dict) -> bytes:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    return model.SerializeToString()
+    serialized: bytes = model.SerializeToString()
+    return serialized

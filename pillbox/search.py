@@ -47,7 +47,13 @@ from config.lru import BoundedLru
 from pillbox import semantic, snippets
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import numpy as np
+    from django.db.backends.utils import CursorWrapper
+
+    # What the queries here pass their placeholders.
+    SqlParam: TypeAlias = str | int | uuid.UUID | None
 
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
@@ -159,7 +165,9 @@ VOCABULARY_CACHE_BYTES = 128 * 1024 * 1024
 # Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
 # One process serves many bottles and users: without a bound, every scope ever searched would keep its vocabulary
 # (and vectors) in memory for the life of the server.
-_vocabularies: BoundedLru[Any, Any] = BoundedLru(max_items=VOCABULARY_CACHE_ENTRIES, max_bytes=VOCABULARY_CACHE_BYTES)
+_vocabularies: BoundedLru[tuple[Any, ...], tuple[Any, Any, Vocabulary]] = BoundedLru(
+    max_items=VOCABULARY_CACHE_ENTRIES, max_bytes=VOCABULARY_CACHE_BYTES
+)
 
 
 def _vocabulary_bytes(words: Vocabulary) -> int:
@@ -241,7 +249,7 @@ class Target:
     def on_postgres(self) -> bool:
         return connections[self.alias].vendor == "postgresql"
 
-    def scope_sql(self) -> tuple[str, str, list[object]]:
+    def scope_sql(self) -> tuple[str, str, list[SqlParam]]:
         """Extra joins, conditions and parameters that keep to the caller's rows of table alias ``m``."""
         if self.kind == "pill":
             marks = ", ".join(["%s"] * len(self.bottles))
@@ -370,7 +378,7 @@ def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
-def _everything_reachable(cursor, target: Target) -> bool:
+def _everything_reachable(cursor: CursorWrapper, target: Target) -> bool:
     """True when every row in this database's pill index is one the caller may see (a project's own file)."""
     if target.kind != "pill":
         return False
@@ -392,8 +400,8 @@ def _tsquery(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
 PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEIGHTS[0], 3)}, 1.0}}"
 
 
-def _from(cursor, target: Target, terms: list[str], words: list[str],
-          compound: str | None) -> tuple[str, list[object], str, str]:
+def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str],
+          compound: str | None) -> tuple[str, list[SqlParam], str, str]:
     """FROM and WHERE of the caller's rows matching the terms (or their expansions), their parameters, the row
     key column, and a relevance expression where lower is better."""
     joins, where, params = target.scope_sql()
@@ -432,7 +440,7 @@ class _Candidate:
 
 
 def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
-             limit: int) -> tuple[list[_Candidate], int, dict[int, tuple]]:
+             limit: int) -> tuple[list[_Candidate], int, dict[int, tuple[Any, ...]]]:
     """The strict (or, with expansions, widened) pass over one database: candidates with their coverage."""
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
@@ -452,7 +460,7 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
     rows = _rows(target, [seq for seq, _ in candidates])
     coverage = _Coverage(terms, expansions)
     best = candidates[0][1] or -1.0
-    out = []
+    out: list[_Candidate] = []
     for seq, bm25 in candidates:
         row = rows.get(seq)
         if row is None:  # cannot happen: the index holds live rows only
@@ -463,7 +471,7 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
     return out, total, rows
 
 
-def _rows(target: Target, seqs: list[int]) -> dict[int, tuple]:
+def _rows(target: Target, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
     if not seqs:
         return {}
     joins = "JOIN pillbox_prescription r ON r.id = m.prescription_id" if target.kind == "pill" else ""
@@ -490,7 +498,9 @@ class _Vectors:
 
 VECTOR_CACHE_ENTRIES = 64
 VECTOR_CACHE_BYTES = 256 * 1024 * 1024
-_vectors: BoundedLru[Any, Any] = BoundedLru(max_items=VECTOR_CACHE_ENTRIES, max_bytes=VECTOR_CACHE_BYTES)
+_vectors: BoundedLru[tuple[Any, ...], tuple[Any, _Vectors]] = BoundedLru(
+    max_items=VECTOR_CACHE_ENTRIES, max_bytes=VECTOR_CACHE_BYTES
+)
 
 
 def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:
@@ -506,7 +516,7 @@ def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:
     with connection.cursor() as cursor:
         if target.on_postgres:
             cursor.execute(f"SELECT COUNT(*), COUNT(v.{kind.key}), MAX(m.seq), MAX(m.updated_at) {body}", params)
-            version: tuple = tuple(cursor.fetchone())
+            version: tuple[Any, ...] = tuple(cursor.fetchone())
         else:
             # Nothing in the file changed since the last read (by this connection or another): the cheap check,
             # where counting the scope's rows would cost more than the search at 20,000 pills.
@@ -555,7 +565,7 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
     count = min(SEMANTIC_CANDIDATES + len(seen), len(similarity))
     top = np.argpartition(-similarity, count - 1)[:count]
     top = top[np.argsort(-similarity[top])]
-    out = []
+    out: list[_Candidate] = []
     for at in top:
         value = float(similarity[at])
         if value < floor or len(out) >= SEMANTIC_CANDIDATES:
@@ -579,7 +589,7 @@ def _fused(candidate: _Candidate, terms: int, *, meaning: float | None) -> float
     return words / max(terms, 1) + meaning * candidate.similarity
 
 
-def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple], coverage: _Coverage,
+def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple[Any, ...]], coverage: _Coverage,
             terms: int, limit: int, *, meaning: float | None, boosted: frozenset[uuid.UUID]) -> _Ranked:
     missing = [c.seq for c in candidates if c.seq not in rows]
     if missing:
@@ -608,7 +618,7 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple]
     return _Ranked(hits, 0, expanded, by_meaning)
 
 
-def _hit(row: tuple) -> Hit:
+def _hit(row: tuple[Any, ...]) -> Hit:
     id_hex, seq, compound, title, snippet, bottle_hex = row
     return Hit(
         id=as_uuid(id_hex), seq=seq, compound=compound, title=title,

@@ -26,6 +26,7 @@ import os
 import threading
 import time
 import urllib.request
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,7 +76,8 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     import numpy as np
 
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    unit: np.ndarray = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
 
 
 def bundled_model_dir() -> Path:
@@ -183,7 +185,7 @@ def _floor(default: float) -> float:
         return default
 
 
-def _configured() -> tuple:
+def _configured() -> tuple[str, str, str]:
     return (os.environ.get("EMBEDDINGS_URL", "").strip(), os.environ.get("EMBEDDINGS_MODEL", "").strip(),
             os.environ.get("EMBEDDINGS_MIN_SIMILARITY", "").strip())
 
@@ -200,7 +202,7 @@ class _State:
         self.lock = threading.Lock()
         self.embedder: Embedder | None = None
         self.failed: str | None = None
-        self.config: tuple | None = None
+        self.config: tuple[str, str, str] | None = None
         self.loader: threading.Thread | None = None
         self.queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self.query_lock = threading.Lock()
@@ -269,7 +271,7 @@ def embed_query(model: Embedder, text: str) -> np.ndarray | None:
         if time.monotonic() < _state.retry_at:
             return None
     try:
-        vector = model.embed([text])[0]
+        vector: np.ndarray = model.embed([text])[0]
     except Exception as exc:  # any failure of the model or the endpoint: this answer is by words only
         logger.warning("Search by meaning skipped for %.0f s: %s", RETRY_AFTER, exc)
         _state.retry_at = time.monotonic() + RETRY_AFTER
@@ -301,14 +303,14 @@ KINDS = {
 }
 
 
-def _db_id(alias: str, value: object) -> object:
+def _db_id(alias: str, value: uuid.UUID | str) -> uuid.UUID | str:
     """SQLite keeps UUIDs as 32 hex digits; PostgreSQL has a uuid type."""
     if connections[alias].vendor == "postgresql":
         return value
-    return value.hex if hasattr(value, "hex") and not isinstance(value, str) else value
+    return value.hex if isinstance(value, uuid.UUID) else value
 
 
-def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[object], vectors: np.ndarray) -> None:
+def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[uuid.UUID | str], vectors: np.ndarray) -> None:
     blobs = [vector.astype(VECTOR_DTYPE).tobytes() for vector in vectors]
     marks = ", ".join(["%s"] * len(ids))
     db_ids = [_db_id(alias, row_id) for row_id in ids]
@@ -320,7 +322,7 @@ def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[object], vector
         )
 
 
-def row_changed(alias: str, kind_name: str, row_id: object, title: str, content: str) -> None:
+def row_changed(alias: str, kind_name: str, row_id: uuid.UUID | str, title: str, content: str) -> None:
     """After a store or revise: the row's vector now, when the model is ready; else the old one goes and the
     backfill writes the new one once the model has loaded. Never fails the caller's write."""
     kind = KINDS[kind_name]
@@ -338,7 +340,7 @@ def row_changed(alias: str, kind_name: str, row_id: object, title: str, content:
         schedule_backfill(alias, kind_name)
 
 
-def missing(alias: str, kind_name: str, model_key: str, limit: int) -> list[tuple[object, str, str]]:
+def missing(alias: str, kind_name: str, model_key: str, limit: int) -> list[tuple[uuid.UUID | str, str, str]]:
     kind = KINDS[kind_name]
     with connections[alias].cursor() as cursor:
         cursor.execute(
@@ -347,7 +349,8 @@ def missing(alias: str, kind_name: str, model_key: str, limit: int) -> list[tupl
             f"ORDER BY m.seq DESC LIMIT %s",
             [model_key, limit],
         )
-        return cursor.fetchall()
+        rows: list[tuple[uuid.UUID | str, str, str]] = cursor.fetchall()
+        return rows
 
 
 def backfill(alias: str, kind_name: str, *, limit: int | None = None) -> int:
