@@ -91,6 +91,9 @@ class ListLink(models.Model):
 
     objects = ListLinkQuerySet.as_manager()
 
+    # Not a column: the OAuth application's name, set by todos.access.live_links for the account page.
+    application_name: str
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["user", "revoked_at", "expires_at"])]

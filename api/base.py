@@ -18,6 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, include, path, re_path, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -94,13 +95,19 @@ class IsPerson(BasePermission):
         return bool(request.user and request.user.is_authenticated and request.auth is None)
 
 
+def user_of(request: Request) -> User:
+    """The key's user or the signed-in person: the views' IsAuthenticated let no one else in."""
+    user = request.user
+    if not user.is_authenticated:
+        raise exceptions.NotAuthenticated()
+    return user
+
+
 def caller_of(request: Request) -> Caller:
     """The ``Caller`` the core's access rules take: the key's, or one made for the signed-in person."""
     if isinstance(request.auth, Caller):
         return request.auth
-    if not request.user.is_authenticated:  # the views' IsAuthenticated let no one else in
-        raise exceptions.NotAuthenticated()
-    return Caller(user=request.user, transport="http", workdir=settings.PILLBOX_ROOT, request=request._request)
+    return Caller(user=user_of(request), transport="http", workdir=settings.PILLBOX_ROOT, request=request._request)
 
 
 # --- errors -------------------------------------------------------------------------------------------------

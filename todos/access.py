@@ -15,7 +15,7 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounts.models import ListLink
@@ -38,7 +38,7 @@ def link_max_age() -> timedelta:
 
 def list_url(
     *,
-    user: AbstractBaseUser,
+    user: User,
     credential: Credential | None = None,
     presented_uid: str | None = None,
     presented_key: str | None = None,
@@ -52,7 +52,7 @@ def list_url(
     return f"{settings.SITE_URL}{LIST_PATH}?{urlencode(query)}"
 
 
-def link_create(*, user: AbstractBaseUser, credential: Credential) -> str:
+def link_create(*, user: User, credential: Credential) -> str:
     token = LINK_PREFIX + secrets.token_urlsafe(32)
     now = timezone.now()
     ListLink.objects.create(
@@ -94,20 +94,20 @@ def credential_alive(link: ListLink) -> bool:
         now = timezone.now()
         if link.token_family:
             oldest = now - timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
-            return get_refresh_token_model().objects.filter(
+            return bool(get_refresh_token_model().objects.filter(
                 token_family=link.token_family,
                 user_id=link.user_id,
                 application_id=link.application_id,
                 revoked__isnull=True,
                 created__gt=oldest,
-            ).exists()
-        return get_access_token_model().objects.filter(
+            ).exists())
+        return bool(get_access_token_model().objects.filter(
             pk=link.access_token_id, user_id=link.user_id, expires__gt=now
-        ).exists()
+        ).exists())
     return link.kind in (ListLink.KIND_STDIO, ListLink.KIND_SESSION)
 
 
-def live_links(*, user: AbstractBaseUser) -> list[ListLink]:
+def live_links(*, user: User) -> list[ListLink]:
     links = ListLink.objects.unexpired().filter(user=user).select_related("api_key")
     alive = [link for link in links if credential_alive(link)]
     wanted = {link.application_id for link in alive if link.application_id}
@@ -120,11 +120,11 @@ def live_links(*, user: AbstractBaseUser) -> list[ListLink]:
     return alive
 
 
-def link_revoke(*, user: AbstractBaseUser, link_id: int) -> bool:
+def link_revoke(*, user: User, link_id: int) -> bool:
     return bool(ListLink.objects.unexpired().filter(user=user, pk=link_id).update(revoked_at=timezone.now()))
 
 
-def list_link_user(token: str) -> AbstractBaseUser | None:
+def list_link_user(token: str) -> User | None:
     """The user a /list link opens, or None for an unknown, expired, revoked or orphaned link."""
     if not token or len(token) > 200:
         return None
@@ -142,5 +142,5 @@ def list_link_user(token: str) -> AbstractBaseUser | None:
     return link.user
 
 
-def list_key_user(*, uid: str, key: str) -> AbstractBaseUser | None:
+def list_key_user(*, uid: str, key: str) -> User | None:
     return apikey_authenticate(raw=key, uid=uid)

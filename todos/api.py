@@ -27,6 +27,7 @@ from api.base import (
     query_arguments,
     query_parameters,
     responses,
+    user_of,
 )
 from todos import rules, selectors, services
 from todos.exceptions import BlockerConflict, LimitReached, NotFound, TodoError, ValidationFailed
@@ -141,13 +142,13 @@ class TodosView(ApiView):
         return super().handle_exception(exc)
 
     def answer(self, todo: Todo, code: int = status.HTTP_200_OK) -> Response:
-        return Response(format_todo(todo, uid=account_for(self.request.user).uid), status=code)
+        return Response(format_todo(todo, uid=account_for(user_of(self.request)).uid), status=code)
 
     def put_todo(self, arguments: Mapping[str, Any]) -> Response:
         """``put_todo``: create, or replace every field (201 when it was created)."""
         fields, problems = put_fields(arguments)
         fail_on(problems, PUT_INPUT)
-        todo = services.todo_put(owner=self.request.user, **fields)
+        todo = services.todo_put(owner=user_of(self.request), **fields)
         # A replace always stamps a later updatedAt than the createdAt it keeps.
         return self.answer(todo, status.HTTP_201_CREATED if todo.created_at == todo.updated_at else status.HTTP_200_OK)
 
@@ -164,7 +165,7 @@ class TodoListView(TodosView):
         responses=responses({200: TodoSerializer(many=True)}, 400, 404),
     )
     def get(self, request: Request) -> Response:
-        uid = account_for(request.user).uid
+        uid = account_for(user_of(request)).uid
         if "q" in request.query_params:
             arguments = query_arguments(request, API_SEARCH_INPUT, rename={"query": "q"})
             values, problems = read(API_SEARCH_INPUT, arguments)
@@ -175,7 +176,7 @@ class TodoListView(TodosView):
             }
             fail_on(problems, {"properties": {"q": {}, **API_SEARCH_INPUT["properties"]}})
             todos = selectors.todo_search(
-                owner=request.user,
+                owner=user_of(request),
                 query=values["query"],
                 include_completed=values["includeCompleted"],
                 limit=values["limit"],
@@ -191,7 +192,7 @@ class TodoListView(TodosView):
         filters = filter_fields(values, problems)
         fail_on(problems, listing)
         todos = selectors.todo_list(
-            owner=request.user,
+            owner=user_of(request),
             include_completed=values["includeCompleted"],
             include_deleted=values["includeDeleted"],
             filters=filters,
@@ -218,7 +219,7 @@ class TodoDetailView(TodosView):
         responses=responses({200: TodoSerializer}, 400, 404),
     )
     def get(self, request: Request, todo_id: str) -> Response:
-        return self.answer(selectors.todo_get(owner=request.user, key=_key(todo_id), include_deleted=True))
+        return self.answer(selectors.todo_get(owner=user_of(request), key=_key(todo_id), include_deleted=True))
 
     @extend_schema(
         operation_id="todos_replace",
@@ -243,7 +244,7 @@ class TodoDetailView(TodosView):
         responses=responses({200: TodoSerializer}, 400, 404),
     )
     def delete(self, request: Request, todo_id: str) -> Response:
-        return self.answer(services.todo_delete(owner=request.user, key=_key(todo_id)))
+        return self.answer(services.todo_delete(owner=user_of(request), key=_key(todo_id)))
 
 
 def _action(verb: str, service: Callable[..., Todo], summary: str, description: str) -> type[TodosView]:
@@ -256,7 +257,7 @@ def _action(verb: str, service: Callable[..., Todo], summary: str, description: 
         responses=responses({200: TodoSerializer}, 400, 404),
     )
     def post(self: TodosView, request: Request, todo_id: str) -> Response:
-        return self.answer(service(owner=request.user, key=_key(todo_id)))
+        return self.answer(service(owner=user_of(request), key=_key(todo_id)))
 
     return type(f"Todo{verb.title()}View", (TodosView,), {"post": post})
 
@@ -274,7 +275,7 @@ class TodoPurgeView(TodosView):
         responses=responses({204: None}, 400, 403, 404),
     )
     def post(self, request: Request, todo_id: str) -> Response:
-        services.todo_purge(owner=request.user, key=_key(todo_id))
+        services.todo_purge(owner=user_of(request), key=_key(todo_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -57,11 +57,15 @@ def format_todos(todos: Iterable[Todo], *, uid: str) -> list[dict[str, Any]]:
     return [format_todo(todo, uid=uid) for todo in todos]
 
 
-def _nested(todos: Sequence[Todo]) -> list[tuple[Todo, list[Any]]]:
+# A todo and the trees of its sub-tasks.
+_Tree = tuple[Todo, list["_Tree"]]
+
+
+def _nested(todos: Sequence[Todo]) -> list[_Tree]:
     """(todo, children) trees: a sub-task follows its parent when its parent is in the answer too; every other
     todo keeps its place in the answer's order."""
     parent = parents({todo.key: todo.links for todo in todos})
-    nodes: dict[str, tuple[Todo, list[Any]]] = {todo.key: (todo, []) for todo in todos}
+    nodes: dict[str, _Tree] = {todo.key: (todo, []) for todo in todos}
     roots = []
     for todo in todos:
         if todo.key in parent:
@@ -119,7 +123,7 @@ def format_compact(todos: Sequence[Todo], *, now: datetime, nest: bool = True) -
         return "\n".join(compact_line(todo, now=now) for todo in todos) or NO_TODOS
     lines: list[str] = []
 
-    def walk(todo: Todo, children: list[Any], depth: int) -> None:
+    def walk(todo: Todo, children: list[_Tree], depth: int) -> None:
         lines.append(compact_line(todo, now=now, depth=depth))
         for child in children:
             walk(*child, depth + 1)

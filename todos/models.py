@@ -6,8 +6,13 @@ write is scoped by owner and the row's own primary key never leaves the server.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Priority(models.TextChoices):
@@ -16,11 +21,11 @@ class Priority(models.TextChoices):
     HIGH = "high"
 
 
-class TodoQuerySet(models.QuerySet):
+class TodoQuerySet(models.QuerySet["Todo"]):
     def alive(self) -> TodoQuerySet:
         return self.filter(deleted_at__isnull=True)
 
-    def owned_by(self, owner: object) -> TodoQuerySet:
+    def owned_by(self, owner: User) -> TodoQuerySet:
         return self.filter(owner=owner)
 
 
@@ -45,6 +50,9 @@ class Todo(models.Model):
 
     # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
     objects = TodoQuerySet.as_manager()
+
+    # Not a column: the blockers still open, set by todos.selectors' plan for the formatters and the page.
+    open_blockers: list[str]
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "key"], name="todos_todo_owner_key")]

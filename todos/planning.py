@@ -87,7 +87,8 @@ def subtree(root: str, parent: Mapping[str, str]) -> set[str]:
     """The root and every todo whose chain of parents reaches it."""
     inside = {root}
     for key in parent:
-        chain, step = [], key
+        chain: list[str] = []
+        step: str | None = key
         while step is not None and step not in inside:
             chain.append(step)
             step = parent.get(step)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Case, Count, F, IntegerField, Max, Value, When
 from django.utils import timezone
 
@@ -14,7 +14,7 @@ from accounts.models import Account
 from accounts.services import account_for
 from config.lru import BoundedLru
 from todos.exceptions import NotFound
-from todos.models import Priority, Todo
+from todos.models import Priority, Todo, TodoQuerySet
 from todos.planning import TodoFilter, open_blockers, parents, subtree
 from todos.search import Doc, TodoIndex
 
@@ -29,7 +29,7 @@ class Usage:
     percentage: int
 
 
-def todo_get(*, owner: AbstractBaseUser, key: str, include_deleted: bool = False) -> Todo:
+def todo_get(*, owner: User, key: str, include_deleted: bool = False) -> Todo:
     todos = Todo.objects.owned_by(owner)
     todo = (todos if include_deleted else todos.alive()).filter(key=key).first()
     if todo is None:
@@ -45,7 +45,7 @@ _PRIORITY_RANK = Case(
 )
 
 
-PRIORITY_ORDER = {Priority.HIGH: 0, Priority.MEDIUM: 1, Priority.LOW: 2}
+PRIORITY_ORDER: dict[str, int] = {Priority.HIGH: 0, Priority.MEDIUM: 1, Priority.LOW: 2}
 NO_FILTER = TodoFilter()
 
 
@@ -57,7 +57,7 @@ class _Graph:
     open_keys: set[str]
 
 
-def _graph(owner: AbstractBaseUser) -> _Graph:
+def _graph(owner: User) -> _Graph:
     rows = Todo.objects.owned_by(owner).values_list("key", "links", "completed_at", "deleted_at")
     links, open_keys = {}, set()
     for key, targets, completed_at, deleted_at in rows:
@@ -67,7 +67,7 @@ def _graph(owner: AbstractBaseUser) -> _Graph:
     return _Graph(links, open_keys)
 
 
-def _plan(owner: AbstractBaseUser, todos: Iterable[Todo], filters: TodoFilter) -> list[Todo]:
+def _plan(owner: User, todos: Iterable[Todo], filters: TodoFilter) -> list[Todo]:
     """The todos that pass the filters, in the order given, each told which of its blockers are still open
     (``open_blockers``, what the compact view marks and next_todos skips)."""
     todos = list(todos)
@@ -97,7 +97,7 @@ def _plan(owner: AbstractBaseUser, todos: Iterable[Todo], filters: TodoFilter) -
 
 def todo_list(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     include_completed: bool = False,
     include_deleted: bool = False,
     filters: TodoFilter = NO_FILTER,
@@ -116,7 +116,7 @@ def todo_list(
     return _plan(owner, todos, filters)
 
 
-def todo_next(*, owner: AbstractBaseUser, limit: int = 10, filters: TodoFilter = NO_FILTER) -> list[Todo]:
+def todo_next(*, owner: User, limit: int = 10, filters: TodoFilter = NO_FILTER) -> list[Todo]:
     """The pending todos nothing open blocks, in the order to take them: overdue first, then priority, then
     soonest deadline (none last), then oldest."""
     now = timezone.now()
@@ -135,7 +135,7 @@ def todo_next(*, owner: AbstractBaseUser, limit: int = 10, filters: TodoFilter =
     return free[:limit]
 
 
-def todo_usage(*, owner: AbstractBaseUser) -> Usage:
+def todo_usage(*, owner: User) -> Usage:
     count = Todo.objects.owned_by(owner).count()
     account_for(owner)
     # Read afresh: a long-lived stdio process holds the user object, and an operator may change the limit.
@@ -172,14 +172,14 @@ class _IndexCache:
 search_indexes = _IndexCache(SEARCH_CACHE_SIZE, SEARCH_CACHE_BYTES)
 
 
-def _searchable(owner: AbstractBaseUser, include_completed: bool):  # -> TodoQuerySet
+def _searchable(owner: User, include_completed: bool) -> TodoQuerySet:
     todos = Todo.objects.owned_by(owner).alive()
     return todos if include_completed else todos.filter(completed_at__isnull=True)
 
 
 def todo_search(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     query: str,
     include_completed: bool = False,
     limit: int = 20,

@@ -11,7 +11,7 @@ from todos.formatting import format_todo
 from todos.models import Todo
 
 
-class TodoSerializer(serializers.Serializer):
+class TodoSerializer(serializers.Serializer[Todo]):
     """Read-only; its fields are what the schema shows, ``format_todo`` is what is sent."""
 
     id = serializers.CharField(help_text="Chosen by the agent or person who created it; unique per user.")

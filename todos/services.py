@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -44,7 +44,7 @@ def todo_field_problems(
     ]
 
 
-def _blocker_problems(owner: AbstractBaseUser, key: str, blocked_by: list[str]) -> list[str]:
+def _blocker_problems(owner: User, key: str, blocked_by: list[str]) -> list[str]:
     """Blockers must be the owner's live todos, and waiting on them must not close a loop back to ``key``.
 
     A blocker deleted since this todo named it may stay: sending a todo back as it was read must keep working.
@@ -66,7 +66,7 @@ def _blocker_problems(owner: AbstractBaseUser, key: str, blocked_by: list[str]) 
     return problems
 
 
-def _lock_and_stamp(owner: AbstractBaseUser) -> tuple[Account, datetime]:
+def _lock_and_stamp(owner: User) -> tuple[Account, datetime]:
     """Serialise the owner's writes and pick a write time later than any of their todos' ``updated_at``.
 
     The lock keeps two concurrent creates from both passing the plan limit. Strictly increasing
@@ -84,7 +84,7 @@ def _lock_and_stamp(owner: AbstractBaseUser) -> tuple[Account, datetime]:
 
 def todo_put(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     key: str,
     name: str,
     description: str,
@@ -129,14 +129,14 @@ def todo_put(
     return todo
 
 
-def _alive_for_update(owner: AbstractBaseUser, key: str) -> Todo:
+def _alive_for_update(owner: User, key: str) -> Todo:
     todo = Todo.objects.owned_by(owner).alive().filter(key=key).first()
     if todo is None:
         raise NotFound()
     return todo
 
 
-def todo_complete(*, owner: AbstractBaseUser, key: str) -> Todo:
+def todo_complete(*, owner: User, key: str) -> Todo:
     """Mark the todo done now; a todo already done keeps its completion time."""
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
@@ -147,7 +147,7 @@ def todo_complete(*, owner: AbstractBaseUser, key: str) -> Todo:
     return todo
 
 
-def todo_reopen(*, owner: AbstractBaseUser, key: str) -> Todo:
+def todo_reopen(*, owner: User, key: str) -> Todo:
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
@@ -158,7 +158,7 @@ def todo_reopen(*, owner: AbstractBaseUser, key: str) -> Todo:
     return todo
 
 
-def todo_delete(*, owner: AbstractBaseUser, key: str) -> Todo:
+def todo_delete(*, owner: User, key: str) -> Todo:
     """Soft delete: the todo still counts against the plan until a person purges it on /list."""
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
@@ -171,7 +171,7 @@ def todo_delete(*, owner: AbstractBaseUser, key: str) -> Todo:
 # ---------------------------------------------------------------- for people (the /list page, admin, API)
 
 
-def todo_restore(*, owner: AbstractBaseUser, key: str) -> Todo:
+def todo_restore(*, owner: User, key: str) -> Todo:
     """Bring back a deleted todo as it was (pending or completed); a live todo is returned unchanged."""
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
@@ -185,7 +185,7 @@ def todo_restore(*, owner: AbstractBaseUser, key: str) -> Todo:
     return todo
 
 
-def todo_purge(*, owner: AbstractBaseUser, key: str) -> None:
+def todo_purge(*, owner: User, key: str) -> None:
     """Delete the todo for good, freeing its place in the plan. Only a deleted todo can be purged, so a
     person cannot lose a live one with one click; the count drops, which is what the search cache sees."""
     with transaction.atomic():

@@ -279,7 +279,8 @@ def _id_argument(arguments: Any) -> str:
     if "id" in values and (problem := rules.id_problem(values["id"])):
         problems["id"] = problem
     fail_on(problems, ID_INPUT)
-    return values["id"]
+    key: str = values["id"]
+    return key
 
 
 # --- replies ---------------------------------------------------------------------------------------------
