@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -15,8 +17,11 @@ from todos.access import link_revoke, live_links
 from webui.forms import KeyForm
 from webui.oauth_grants import authorisation_revoke, authorisations
 
+if TYPE_CHECKING:
+    from accounts.caller import PersonRequest
 
-def _account_context(request: HttpRequest, **extra: object) -> dict[str, object]:
+
+def _account_context(request: PersonRequest, **extra: object) -> dict[str, object]:
     return {
         "account": account_for(request.user),
         "keys": ApiKey.objects.filter(user=request.user).order_by("revoked_at", "-created_at"),
@@ -33,13 +38,13 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 @login_required
-def account_page(request: HttpRequest) -> HttpResponse:
+def account_page(request: PersonRequest) -> HttpResponse:
     return _no_store(render(request, "webui/account_detail.html", _account_context(request)))
 
 
 @login_required
 @require_POST
-def key_create(request: HttpRequest) -> HttpResponse:
+def key_create(request: PersonRequest) -> HttpResponse:
     form = KeyForm(request.POST)
     if not form.is_valid():
         return render(request, "webui/account_detail.html", _account_context(request, key_form=form), status=400)
@@ -50,7 +55,7 @@ def key_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+def key_revoke(request: PersonRequest, key_id: int) -> HttpResponse:
     if not ApiKey.objects.filter(user=request.user, pk=key_id).exists():
         raise Http404("No such key.")
     if apikey_revoke(user=request.user, key_id=key_id):
@@ -60,7 +65,7 @@ def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
+def app_revoke(request: PersonRequest, application_id: int) -> HttpResponse:
     if not authorisation_revoke(user=request.user, application_id=application_id):
         raise Http404("That application holds no access to your account.")
     messages.success(request, "Access revoked: that application must ask you again to connect.")
@@ -69,7 +74,7 @@ def app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def link_revoke_view(request: HttpRequest, link_id: int) -> HttpResponse:
+def link_revoke_view(request: PersonRequest, link_id: int) -> HttpResponse:
     if not link_revoke(user=request.user, link_id=link_id):
         raise Http404("No such live link.")
     messages.success(request, "Link revoked: it no longer opens your list.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -28,14 +29,14 @@ def _control_character(text: str, *, multiline: bool) -> str | None:
 class TextField(forms.CharField):
     """Browsers send CRLF line ends; agents write LF. Control characters are refused, as the tools refuse them."""
 
-    def __init__(self, *, multiline: bool = False, **kwargs: object) -> None:
+    def __init__(self, *, multiline: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("strip", not multiline)
         super().__init__(**kwargs)
         self.multiline = multiline
 
-    def to_python(self, value: object) -> str:
+    def to_python(self, value: object) -> str | None:
         text = super().to_python(value)
-        return text.replace("\r\n", "\n").replace("\r", "\n") if self.multiline else text
+        return text.replace("\r\n", "\n").replace("\r", "\n") if self.multiline and text is not None else text
 
     def validate(self, value: str) -> None:
         super().validate(value)

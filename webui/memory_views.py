@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -25,9 +25,13 @@ from pillbox import selectors, services
 from pillbox.access import Reach, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import AmbiguousId, NotFound, PillboxError, ValidationFailed
+from pillbox.models import Capsule, Pill
 from pillbox.search import Target, search
 from pillbox.texts import author
 from webui.forms import MemoryForm, RepairForm
+
+if TYPE_CHECKING:
+    from accounts.caller import PersonRequest
 
 T = TypeVar("T")
 CHART_DAYS = 60
@@ -35,7 +39,7 @@ CHART_MIN_DAYS = 14
 SEARCH_LIMIT = 50
 
 
-def _reach(request: HttpRequest) -> Reach:
+def _reach(request: PersonRequest) -> Reach:
     return reach_for(Caller(user=request.user, transport="http", workdir=None))
 
 
@@ -59,7 +63,7 @@ def _back(url: str) -> HttpResponse:
 
 
 @login_required
-def bottles(request: HttpRequest) -> HttpResponse:
+def bottles(request: PersonRequest) -> HttpResponse:
     reach = _reach(request)
     context = {
         "summaries": selectors.bottle_summaries(reach=reach),
@@ -71,7 +75,7 @@ def bottles(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def registration_action(request: HttpRequest, registration_id: int, verb: str) -> HttpResponse:
+def registration_action(request: PersonRequest, registration_id: int, verb: str) -> HttpResponse:
     home = reverse("memory-bottles")
     if verb == "unregister":
         _found(services.registration_unregister, user=request.user, registration_id=registration_id)
@@ -109,7 +113,9 @@ class Bar:
     count: int
 
 
-def pills_chart(per_day: list[tuple[date, int]], *, today: date, width: int = 720, height: int = 120) -> dict | None:
+def pills_chart(
+    per_day: list[tuple[date, int]], *, today: date, width: int = 720, height: int = 120
+) -> dict[str, Any] | None:
     """An inline SVG bar chart of pills per day: the last ``CHART_DAYS`` days up to today, or up to the last
     day with pills when the bottle has been quiet longer than that."""
     if not per_day:
@@ -151,7 +157,7 @@ def pills_chart(per_day: list[tuple[date, int]], *, today: date, width: int = 72
 
 
 @login_required
-def bottle(request: HttpRequest, bottle_id: str) -> HttpResponse:
+def bottle(request: PersonRequest, bottle_id: str) -> HttpResponse:
     reach = _reach(request)
     page = _found(selectors.bottle_page, reach=reach, bottle_id=bottle_id, include_discarded=_show_discarded(request))
     context = {
@@ -167,7 +173,7 @@ def bottle(request: HttpRequest, bottle_id: str) -> HttpResponse:
 
 
 @login_required
-def prescription(request: HttpRequest, prescription_id: str) -> HttpResponse:
+def prescription(request: PersonRequest, prescription_id: str) -> HttpResponse:
     page = _found(
         selectors.prescription_page,
         reach=_reach(request),
@@ -188,7 +194,7 @@ PRESCRIPTION_ACTIONS = {
 
 @login_required
 @require_POST
-def prescription_action(request: HttpRequest, prescription_id: str, verb: str) -> HttpResponse:
+def prescription_action(request: PersonRequest, prescription_id: str, verb: str) -> HttpResponse:
     if verb not in PRESCRIPTION_ACTIONS:
         raise Http404
     reach = _reach(request)
@@ -208,12 +214,12 @@ def prescription_action(request: HttpRequest, prescription_id: str, verb: str) -
 # ---------------------------------------------------------------- pills
 
 
-def _pill_form_initial(record: object) -> MemoryForm:
+def _pill_form_initial(record: Pill | Capsule) -> MemoryForm:
     return MemoryForm(initial={"title": record.title, "compound": record.compound, "content": record.content})
 
 
 @login_required
-def pill(request: HttpRequest, pill_id: str) -> HttpResponse:
+def pill(request: PersonRequest, pill_id: str) -> HttpResponse:
     page = _found(selectors.pill_page, reach=_reach(request), pill_id=pill_id)
     return render(request, "webui/memory_pill.html", _pill_context(page, _pill_form_initial(page.pill)))
 
@@ -224,7 +230,7 @@ def _pill_context(page: selectors.PillPage, form: MemoryForm) -> dict[str, objec
 
 @login_required
 @require_POST
-def pill_action(request: HttpRequest, pill_id: str, verb: str) -> HttpResponse:
+def pill_action(request: PersonRequest, pill_id: str, verb: str) -> HttpResponse:
     reach = _reach(request)
     page = _found(selectors.pill_page, reach=reach, pill_id=pill_id)
     pill_hex = page.pill.id.hex
@@ -257,7 +263,7 @@ def pill_action(request: HttpRequest, pill_id: str, verb: str) -> HttpResponse:
 
 
 @login_required
-def capsules(request: HttpRequest) -> HttpResponse:
+def capsules(request: PersonRequest) -> HttpResponse:
     reach = _reach(request)
     compound = request.GET.get("compound") or None
     context = {
@@ -270,14 +276,14 @@ def capsules(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def capsule(request: HttpRequest, capsule_id: str) -> HttpResponse:
+def capsule(request: PersonRequest, capsule_id: str) -> HttpResponse:
     found = _found(selectors.capsule_find_any, reach=_reach(request), capsule_id=capsule_id)
     return render(request, "webui/memory_capsule.html", {"capsule": found, "form": _pill_form_initial(found)})
 
 
 @login_required
 @require_POST
-def capsule_action(request: HttpRequest, capsule_id: str, verb: str) -> HttpResponse:
+def capsule_action(request: PersonRequest, capsule_id: str, verb: str) -> HttpResponse:
     reach = _reach(request)
     found = _found(selectors.capsule_find_any, reach=reach, capsule_id=capsule_id)
     capsule_hex = found.id.hex
@@ -309,7 +315,7 @@ def capsule_action(request: HttpRequest, capsule_id: str, verb: str) -> HttpResp
 
 
 @login_required
-def search_page(request: HttpRequest) -> HttpResponse:
+def search_page(request: PersonRequest) -> HttpResponse:
     reach = _reach(request)
     query = (request.GET.get("q") or "").strip()[:1000]
     compound = (request.GET.get("compound") or "").strip()[:64] or None
@@ -334,7 +340,9 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "fuzzy": fuzzy,
         "pills": pills,
         "capsules": capsules_found,
-        "pill_hits": [(hit, names.get(hit.bottle_id, "")) for hit in pills.hits] if pills else [],
+        "pill_hits": [(hit, names.get(hit.bottle_id, "") if hit.bottle_id else "") for hit in pills.hits]
+        if pills
+        else [],
         "used_fuzzy": any(found is not None and found.used_fuzzy for found in (pills, capsules_found)),
         "used_semantic": any(found is not None and found.used_semantic for found in (pills, capsules_found)),
     }

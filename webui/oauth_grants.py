@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,7 +28,7 @@ class Authorisation:
     last_token: datetime
 
 
-def authorisations(*, user: AbstractBaseUser) -> list[Authorisation]:
+def authorisations(*, user: User) -> list[Authorisation]:
     """Applications holding a live access token or an unrevoked refresh token for the user."""
     now = timezone.now()
     AccessToken, RefreshToken = get_access_token_model(), get_refresh_token_model()
@@ -45,7 +45,7 @@ def authorisations(*, user: AbstractBaseUser) -> list[Authorisation]:
     return sorted(found, key=lambda item: item.last_token, reverse=True)
 
 
-def authorisation_revoke(*, user: AbstractBaseUser, application_id: int) -> bool:
+def authorisation_revoke(*, user: User, application_id: int) -> bool:
     """Revoke every token and pending grant the application holds for the user; False if it held none."""
     AccessToken, RefreshToken, Grant = get_access_token_model(), get_refresh_token_model(), get_grant_model()
     mine = Q(user=user, application_id=application_id)

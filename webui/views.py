@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
@@ -43,7 +43,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @dataclass
 class ListAccess:
-    owner: AbstractBaseUser
+    owner: User
     # What the page carries in its links and forms: the credentials it was opened with, nothing else.
     credentials: dict[str, str] = field(default_factory=dict)
 
@@ -60,7 +60,7 @@ def _list_access(request: HttpRequest, params: QueryDict) -> ListAccess | None |
             access = ListAccess(user, {"t": token}) if (user := list_link_user(token)) else None
         else:
             user = list_key_user(uid=uid, key=key) if uid and key else None
-            access = ListAccess(user, {"uid": uid, "key": key}) if user else None
+            access = ListAccess(user, {"uid": uid, "key": key}) if user and uid and key else None
         # A good link or key always opens the list; guesses count against the same budget as the MCP endpoints.
         if access is None and (wait := failure(request, kind="auth", limit=auth_failure_limit(), identity=uid)):
             return too_many(wait, f"Too many failed links or keys; try again in {wait} seconds.",
@@ -139,7 +139,7 @@ def todo_list_page(request: HttpRequest) -> HttpResponse:
     return _private(render(request, "webui/list.html", context))
 
 
-def _new_key(owner: AbstractBaseUser, name: str) -> str:
+def _new_key(owner: User, name: str) -> str:
     """A kebab-case id from the name, as agents are asked to make them, numbered if already taken."""
     base = slugify(name)[:100].strip("-") or "todo"
     candidate, number = base, 1
@@ -152,7 +152,7 @@ def _new_key(owner: AbstractBaseUser, name: str) -> str:
         candidate = f"{base}-{number}"
 
 
-def _apply(verb: str, owner: AbstractBaseUser, post: QueryDict) -> tuple[str, TodoForm | None]:
+def _apply(verb: str, owner: User, post: QueryDict) -> tuple[str, TodoForm | None]:
     """Run one action; returns the id it touched and, for add and edit, the form (invalid when refused)."""
     if verb in ("add", "edit"):
         form = TodoForm(post)
