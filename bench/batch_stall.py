@@ -23,6 +23,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
@@ -55,7 +56,7 @@ for n in range(int(sys.argv[1])):
 """
 
 
-def search_batch(size: int) -> list[dict]:
+def search_batch(size: int) -> list[dict[str, Any]]:
     query = "authentcation databse migraton deploymnt monitorng"  # typos: the fuzzy pass runs
     return [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
              "params": {"name": "pill_search", "arguments": {"query": query, "fuzzy": True, "limit": 100}}}
@@ -76,7 +77,7 @@ def victim_latencies(url: str, key: str, seconds: float) -> list[float]:
     return found
 
 
-def attack(url: str, key: str, size: int, stop: threading.Event, statuses: Counter) -> None:
+def attack(url: str, key: str, size: int, stop: threading.Event, statuses: Counter[int]) -> None:
     with httpx2.Client(headers={**HEADERS, "Authorization": f"Bearer {key}"}, timeout=120) as http:
         while not stop.is_set():
             response = http.post(url, json=search_batch(size))
@@ -85,8 +86,10 @@ def attack(url: str, key: str, size: int, stop: threading.Event, statuses: Count
                 stop.wait(min(float(response.headers.get("Retry-After", "1")), 1.0))
 
 
-def measure(url: str, victim: str, attacker: str, size: int | None, seconds: float, threads: int):
-    stop, statuses = threading.Event(), Counter()
+def measure(
+    url: str, victim: str, attacker: str, size: int | None, seconds: float, threads: int
+) -> tuple[list[float], Counter[int]]:
+    stop, statuses = threading.Event(), Counter[int]()
     workers = [threading.Thread(target=attack, args=(url, attacker, size, stop, statuses)) for _ in range(threads)
                ] if size else []
     for worker in workers:

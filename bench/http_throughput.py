@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
@@ -58,14 +59,15 @@ wrk.headers["MCP-Protocol-Version"] = "2025-03-26"
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def wait_up(url: str, process: subprocess.Popen, body: dict, headers: dict) -> None:
+def wait_up(url: str, process: subprocess.Popen[bytes], body: dict[str, Any], headers: dict[str, str]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"server exited: {process.args}")
+            raise SystemExit(f"server exited: {process.args!r}")
         try:
             if httpx2.post(url, json=body, headers=headers, timeout=2).status_code == 200:
                 return
@@ -82,9 +84,13 @@ def run_wrk(url: str, lua: Path, seconds: int, connections: int) -> dict[str, fl
         text=True,
         check=True,
     ).stdout
-    result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    assert rps is not None, out
+    result = {"rps": float(rps.group(1))}
     for pct in ("50", "90", "99"):
-        value, unit = re.search(rf"\s{pct}%\s+([\d.]+)(us|ms|s)", out).groups()
+        latency = re.search(rf"\s{pct}%\s+([\d.]+)(us|ms|s)", out)
+        assert latency is not None, out
+        value, unit = latency.groups()
         result[f"p{pct}"] = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     result["non2xx"] = float(errors.group(1)) if errors else 0.0
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("needs wrk: apt-get install wrk")
 
     tmp = Path(tempfile.mkdtemp(prefix="throughput_")).resolve()
-    processes: list[subprocess.Popen] = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         env = {
             k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")

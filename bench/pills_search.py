@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -108,10 +109,10 @@ class Project:
         return found.group(1)
 
     def call(self, tool: str, args: dict[str, Any]) -> str:
-        return self.tools[tool].handler(self.caller, args)
+        return str(self.tools[tool].handler(self.caller, args))
 
     def search(self, args: dict[str, Any]) -> str:
-        return self.tools["pill_search"].handler(self.caller, args)
+        return str(self.tools["pill_search"].handler(self.caller, args))
 
     def alias(self) -> str:
         from pillbox.databases import open_local
@@ -138,7 +139,9 @@ def store_public(project: Project, items: list[dict[str, Any]]) -> dict[str, str
     return mapping
 
 
-def timed_runs(fn, queries: list[dict[str, Any]], repeat: int) -> tuple[dict[str, Any], dict[str, float]]:
+def timed_runs(
+    fn: Callable[..., Any], queries: list[dict[str, Any]], repeat: int
+) -> tuple[dict[str, Any], dict[str, float]]:
     for q in queries:  # warm-up pass
         fn(q)
     results, latency = {}, {}
@@ -157,9 +160,9 @@ def embeddings(on: bool) -> None:
     os.environ["EMBEDDINGS"] = "on" if on else "off"
 
 
-def run_ours_quality(project: Project, mapping: dict[str, str], queries, repeat: int, *,
+def run_ours_quality(project: Project, mapping: dict[str, str], queries: list[dict[str, Any]], repeat: int, *,
                      meaning: bool) -> dict[str, Any]:
-    def one(q):
+    def one(q: dict[str, Any]) -> str:
         return project.search({"query": q["q"], "limit": 20})
 
     embeddings(meaning)
@@ -174,7 +177,9 @@ def run_ours_quality(project: Project, mapping: dict[str, str], queries, repeat:
             "used_semantic": semantic}
 
 
-def run_ref_quality(ref: ModuleType, items, queries, repeat: int) -> dict[str, Any]:
+def run_ref_quality(
+    ref: ModuleType, items: list[dict[str, Any]], queries: list[dict[str, Any]], repeat: int
+) -> dict[str, Any]:
     ps = ref.PillSearch(items)
     raw, latency = timed_runs(lambda q: ps.search(q["q"]), queries, repeat)
     return {
@@ -185,7 +190,7 @@ def run_ref_quality(ref: ModuleType, items, queries, repeat: int) -> dict[str, A
     }
 
 
-def print_quality(systems: list[tuple[str, dict[str, Any]]], kinds_meta) -> None:
+def print_quality(systems: list[tuple[str, dict[str, Any]]], kinds_meta: dict[str, Any]) -> None:
     """One table per metric group: every system side by side, per kind; ratios against the last (the anchor)."""
     names = [name for name, _ in systems]
     hdr = ["kind", "n"] + [f"MRR@10 {n}" for n in names] + [f"hit@1 {n}" for n in names] + \
@@ -332,7 +337,7 @@ def bare_expression(ref: ModuleType, query: str) -> str:
     return " OR ".join(f'"{t}"*' for t in ref.extract_terms(query))
 
 
-def pct(values: list[float], p: float) -> float:
+def pct(values: list[float], p: int) -> float:
     s = sorted(values)
     return s[max(1, -(-len(s) * p // 100)) - 1] if s else float("nan")
 
@@ -365,7 +370,8 @@ def copy_vectors(source_alias: str, target: Project, items: list[dict[str, Any]]
     return len(rows)
 
 
-def latency_at(root: Path, ref: ModuleType, items, queries, size: int, repeat: int, *,
+def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries: list[dict[str, Any]], size: int,
+               repeat: int, *,
                source_alias: str, mapping: dict[str, str]) -> dict[str, Any]:
     project = Project(root, f"n{size}")
     embeddings(False)
@@ -375,7 +381,7 @@ def latency_at(root: Path, ref: ModuleType, items, queries, size: int, repeat: i
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.v USING fts5vocab(main, pillbox_pill_fts, row)")
     n_terms = conn.execute("SELECT COUNT(*) FROM temp.v").fetchone()[0]
 
-    def bare(q):
+    def bare(q: dict[str, Any]) -> list[Any]:
         return conn.execute(BARE_SQL, (bare_expression(ref, q["q"]),)).fetchall()
 
     # The engine alone (what the tool function calls after reading its arguments and the caller's reach).

@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         _, _, ours_tools = one_run(ours_cmd, project, env)
         _, _, sdk_tools = one_run(sdk_cmd, project, env)
 
-        runs = {"ours": [], "sdk": []}
+        runs: dict[str, list[tuple[float, float, int]]] = {"ours": [], "sdk": []}
         for _ in range(max(1, a.runs)):
             runs["ours"].append(one_run(ours_cmd, project, env))
             runs["sdk"].append(one_run(sdk_cmd, project, env))

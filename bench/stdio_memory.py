@@ -19,13 +19,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    assert found is not None, status
+    return int(found.group(1)) / 1024
 
 
 class Server:
@@ -42,13 +45,13 @@ class Server:
         )
         self.next_id = 0
 
-    def request(self, method: str, params: dict | None = None) -> dict:
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.next_id += 1
         message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(message) + "\n")
         while True:
-            answer = json.loads(self.process.stdout.readline())
+            answer: dict[str, Any] = json.loads(self.process.stdout.readline())
             if answer.get("id") == self.next_id:
                 return answer
 
@@ -58,11 +61,14 @@ class Server:
 
     def call(self, tool: str, **arguments: object) -> str:
         answer = self.request("tools/call", {"name": tool, "arguments": arguments})
-        return answer["result"]["content"][0]["text"]
+        text: str = answer["result"]["content"][0]["text"]
+        return text
 
 
 def short_id(text: str) -> str:
-    return re.search(r"^id: ([0-9a-f]{12})$", text, re.M).group(1)
+    found = re.search(r"^id: ([0-9a-f]{12})$", text, re.M)
+    assert found is not None, text
+    return found.group(1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 server.call("capsule_store", title=f"Convention {i}", content="Use ruff.", compound="convention")
             if i + 1 in (a.calls // 2, a.calls):
                 marks[i + 1] = rss_mb(server.process.pid)
+        assert server.process.stdin is not None
         server.process.stdin.close()
         server.process.wait(timeout=20)
     finally:

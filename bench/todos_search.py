@@ -114,7 +114,8 @@ def run_fuse(data_path: Path, repeat: int, out: Path) -> dict[str, Any]:
     ]
     subprocess.run(cmd, check=True)
     with open(out, encoding="utf-8") as f:
-        return json.load(f)
+        answer: dict[str, Any] = json.load(f)
+    return answer
 
 
 def print_table(ours: dict[str, dict[str, Any]], fuse: dict[str, dict[str, Any]], kinds_meta: dict[str, str]) -> None:

@@ -92,7 +92,7 @@ def measure(agent: Agent, tool: str, arguments: dict[str, Any], repeat: int) -> 
     return {"count": count, "sizes": sizes, "times": times}
 
 
-CALLS = [
+CALLS: list[tuple[str, dict[str, Any]]] = [
     ("list_todos", {}),
     ("list_todos", {"includeCompleted": True}),
     ("search_todos", {"query": "token", "limit": 20}),
