@@ -58,10 +58,13 @@ def _place(module: str, floors: Floors) -> tuple[int, str] | None:
 
 
 def _modules(root: Path) -> Iterator[tuple[str, Path]]:
-    """Every source module under ``root``: the top-level packages and scripts, without the tests."""
+    """Every source module under ``root``: the top-level packages (and bench/'s scripts), and the scripts beside
+    them; not the tests, nor what a build or a tool left in a directory that is no package."""
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
-        if relative.parts[0] == "tests" or any(part.startswith(".") for part in relative.parts):
+        top = relative.parts[0]
+        source = len(relative.parts) == 1 or top == "bench" or (root / top / "__init__.py").is_file()
+        if top == "tests" or not source or any(part.startswith(".") for part in relative.parts):
             continue
         yield ".".join(relative.with_suffix("").parts).removesuffix(".__init__"), path
 
