@@ -45,6 +45,16 @@ def get_list_usage() -> str:
 app = server.streamable_http_app(stateless_http=True, json_response=True)
 '''
 
+STACKS = {
+    "gunicorn": "gunicorn config.wsgi -w {workers} --threads 8 -b 127.0.0.1:{port}",
+    "gunicorn2": "gunicorn config.wsgi -w {workers} --threads 2 -b 127.0.0.1:{port}",
+    "gunicorn4": "gunicorn config.wsgi -w {workers} --threads 4 -b 127.0.0.1:{port}",
+    "granian": "granian config.wsgi:application --interface wsgi --workers {workers} --port {port} --no-ws",
+    "granian1": "granian config.wsgi:application --interface wsgi --workers {workers} --blocking-threads 1 --port {port} --no-ws",
+    "granian2": "granian config.wsgi:application --interface wsgi --workers {workers} --blocking-threads 2 --port {port} --no-ws",
+    "uvicorn": "uvicorn config.asgi:application --workers {workers} --port {port} --log-level warning --no-access-log",
+}
+
 LUA = """
 wrk.method = "POST"
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_list_usage","arguments":{}}}'
@@ -96,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--stack", choices=sorted(STACKS), default="gunicorn")
     a = ap.parse_args(argv)
     if shutil.which("wrk") is None:
         raise SystemExit("needs wrk: apt-get install wrk")
@@ -127,16 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         ours_port, sdk_port = free_port(), free_port()
         processes.append(
             subprocess.Popen(
-                [
-                    str(BIN / "gunicorn"),
-                    "config.wsgi",
-                    "-w",
-                    str(a.workers),
-                    "--threads",
-                    "8",
-                    "-b",
-                    f"127.0.0.1:{ours_port}",
-                ],
+                [str(BIN / word) if i == 0 else word.format(workers=a.workers, port=ours_port)
+                 for i, word in enumerate(STACKS[a.stack].split())],
                 cwd=REPO,
                 env=env,
                 stdout=subprocess.DEVNULL,
