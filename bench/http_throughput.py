@@ -3,7 +3,7 @@
 MCPServer (stateless, JSON responses) serving the same tool under uvicorn, on the same machine in the same run.
 
     .venv/bin/python bench/http_throughput.py [--seconds 30] [--repeat 3] [--connections 32] [--workers 2]
-        [--stack readme|gunicorn|uvicorn] [--database-url postgres://…]
+        [--stack readme|gunicorn|uvicorn] [--threads N] [--database-url postgres://…]
     .venv/bin/python bench/http_throughput.py --quick   # CI guard, under a minute
 
 Needs `wrk` (Debian: apt-get install wrk). Both servers get the same worker count; wrk runs against each in turn
@@ -77,14 +77,17 @@ def readme_server_command() -> list[str]:
     raise SystemExit("README's Production block names no granian command")
 
 
-def our_command(stack: str, workers: int, port: int) -> list[str]:
+def our_command(stack: str, workers: int, port: int, threads: int | None = None) -> list[str]:
     if stack == "gunicorn":
-        return [str(BIN / "gunicorn"), "config.wsgi", "-w", str(workers), "--threads", "8", "-b", f"127.0.0.1:{port}"]
+        return [str(BIN / "gunicorn"), "config.wsgi", "-w", str(workers), "--threads", str(threads or 8), "-b",
+                f"127.0.0.1:{port}"]
     if stack == "uvicorn":
         return [str(BIN / "uvicorn"), "config.asgi:application", "--workers", str(workers), "--port", str(port),
                 "--log-level", "warning", "--no-access-log"]
     words = readme_server_command()
     values = {"--workers": str(workers), "--host": "127.0.0.1", "--port": str(port)}
+    if threads:
+        values["--blocking-threads"] = str(threads)
     return [str(BIN / words[0]), *(values.get(words[n - 1], word) for n, word in enumerate(words) if n)]
 
 
@@ -158,7 +161,8 @@ def measure(a: argparse.Namespace) -> tuple[dict[str, float], dict[str, float], 
 
         ours_port, sdk_port = free_port(), free_port()
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        processes.append(subprocess.Popen(our_command(a.stack, a.workers, ours_port), cwd=REPO, env=env, **quiet))
+        ours_cmd = our_command(a.stack, a.workers, ours_port, a.threads)
+        processes.append(subprocess.Popen(ours_cmd, cwd=REPO, env=env, **quiet))
         processes.append(
             subprocess.Popen(
                 [str(BIN / "uvicorn"), "baseline_app:app", "--workers", str(a.workers), "--port", str(sdk_port),
@@ -201,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--stack", choices=("readme", "gunicorn", "uvicorn"), default="readme")
+    ap.add_argument("--threads", type=int, help="threads per worker instead of the command's (readme, gunicorn)")
     ap.add_argument("--database-url", help="run ours on this PostgreSQL database instead of a fresh SQLite file")
     ap.add_argument(
         "--quick",
@@ -216,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     ours, sdk, ratio = measure(a)
 
-    name = {"readme": shlex.join(readme_server_command()), "gunicorn": "gunicorn config.wsgi --threads 8",
+    readme = our_command("readme", a.workers, 8000, a.threads)
+    name = {"readme": shlex.join([Path(readme[0]).name, *readme[1:]]),
+            "gunicorn": f"gunicorn config.wsgi --threads {a.threads or 8}",
             "uvicorn": "uvicorn config.asgi:application"}[a.stack]
     print(f"{a.connections} connections, {a.seconds} s x {a.repeat}, {a.workers} workers each; wrk on the same "
           f"machine; load average before the run {load[0]:.1f}\n")
