@@ -163,6 +163,10 @@ def caches_from_url(url: str | None) -> dict[str, Any]:
 
 
 CACHES = caches_from_url(os.environ.get("REDIS_URL"))
+# Seconds an API key's lookup (key → user) stays in that cache (accounts.services); 0 looks every request up in the
+# database. A revocation reaches every process at once through Redis; each process's own memory cache (no
+# REDIS_URL) may answer for a key revoked through another process for up to this long.
+API_KEY_CACHE_SECONDS = int(os.environ.get("API_KEY_CACHE_SECONDS") or 10)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 INSTALLED_APPS = [

@@ -6,20 +6,17 @@ this module only speaks HTTP: method, Origin, size, authentication, media types,
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as types
 from django.conf import settings
-from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server import Server
@@ -39,6 +36,7 @@ from mcp_types.jsonrpc import jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from config.mcp.http_loop import run_here
 from config.mcp.limits import Refusal, in_flight, rate_refusal
 from config.mcp.page import endpoint_page, wants_page
 from config.mcp.tools import Caller
@@ -53,24 +51,6 @@ SUPPORTED_VERSIONS = list(KNOWN_PROTOCOL_VERSIONS)
 THROTTLED = -32000  # implementation-defined server error: the HTTP 429 carries it with Retry-After
 
 Authenticator = Callable[[HttpRequest], "Caller | HttpResponse"]
-
-_thread_loops = threading.local()
-
-T = TypeVar("T")
-
-
-def run_here(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run the SDK's dispatch to completion on an event loop kept by this request thread.
-
-    The view is synchronous (it must work under WSGI, and Django's ORM is sync); asgiref's async_to_sync would
-    make a new event loop in a new thread for every request. The tool itself runs off the loop (see
-    config.mcp.server), as Django requires of ORM calls.
-    """
-    loop = getattr(_thread_loops, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _thread_loops.loop = asyncio.new_event_loop()
-    return loop.run_until_complete(coroutine)
-
 
 @dataclass
 class _HttpDispatchContext:
@@ -137,16 +117,6 @@ def _origin_allowed(origin: str) -> bool:
     return (parts.scheme, parts.hostname, parts.port) in allowed
 
 
-def _release_pooled_connections() -> None:
-    """The tool runs on another thread with a connection of its own: hand this thread's back to the pool first, so
-    that one request never holds two pooled connections (with every request thread holding one, the tools would
-    wait on a full pool). Persistent connections (SQLite, PostgreSQL without the pool) and a connection inside a
-    transaction (a test's) stay as they are."""
-    for connection in connections.all(initialized_only=True):
-        if getattr(connection, "pool", None) is not None and not connection.in_atomic_block:
-            connection.close()
-
-
 def _read_body(request: HttpRequest, limit: int) -> bytes | None:
     """The body, or None when it is over the limit (declared or actual)."""
     try:
@@ -185,7 +155,6 @@ class McpEndpoint:
         caller = self._authenticate(request)
         if isinstance(caller, HttpResponse):
             return caller
-        _release_pooled_connections()
         content_type = request.headers.get("Content-Type", "")
         if not content_type.lower().startswith("application/json"):
             return _json(_error(types.INVALID_REQUEST, "Content-Type must be application/json"), status=415)

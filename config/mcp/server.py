@@ -6,11 +6,9 @@ the stdio runner enters a lifespan that yields it once for the process.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import warnings
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +23,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
+from config.mcp.http_loop import run_beside_loop
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
 
 logger = logging.getLogger("config.mcp")
@@ -53,9 +52,6 @@ def tool_listing(tool: Tool) -> types.Tool:
 
 
 ROOTS_TIMEOUT = 5
-# HTTP tool calls run here, off the request thread's event loop (Django refuses ORM calls on a thread with a
-# running loop); threads are reused, and each keeps its database connection.
-_http_tools = ThreadPoolExecutor(max_workers=16, thread_name_prefix="mcp-tool")
 
 
 @dataclass
@@ -96,9 +92,11 @@ async def resolve_caller(ctx: Any) -> Caller:
 
 def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, Any]) -> ToolReply:
     """Run one handler synchronously; every failure becomes a tool result, never a trace."""
-    # No request signals fire in a stdio process nor in the HTTP tool threads: drop connections a failed call
-    # left unusable, or that outlived CONN_MAX_AGE.
-    close_old_connections()
+    # No request signals fire in a stdio process: drop connections a failed call left unusable, or that outlived
+    # CONN_MAX_AGE. An HTTP call runs inside its request, whose signals do that.
+    tidy = caller.transport != "http"
+    if tidy:
+        close_old_connections()
     try:
         reply = tool.handler(caller, arguments)
     except ToolFailure as failure:
@@ -107,7 +105,8 @@ def run_tool(toolset: ToolSet, tool: Tool, caller: Caller, arguments: dict[str, 
         logger.exception("tool %s failed", tool.name)
         return ToolReply(toolset.internal_error_text, is_error=True)
     finally:
-        close_old_connections()
+        if tidy:
+            close_old_connections()
     return reply if isinstance(reply, ToolReply) else ToolReply(str(reply))
 
 
@@ -129,8 +128,7 @@ def build_server(
         caller = await resolve_caller(ctx)
         arguments = dict(params.arguments or {})
         if caller.transport == "http":
-            loop = asyncio.get_running_loop()
-            reply = await loop.run_in_executor(_http_tools, run_tool, toolset, tool, caller, arguments)
+            reply = run_beside_loop(run_tool, toolset, tool, caller, arguments)
         else:
             reply = await run(toolset, tool, caller, arguments)
         return types.CallToolResult(

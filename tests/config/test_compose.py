@@ -66,10 +66,10 @@ def test_the_services_are_a_shared_deployment(compose):
 
 def test_the_app_servers_run_the_readmes_production_command(compose, production):
     _, commands = production
-    (gunicorn,) = [words for words in commands if words[0] == "gunicorn"]
-    bind = gunicorn.index("-b") + 1
+    (server,) = [words for words in commands if words[0] == "granian"]
+    host = server.index("--host") + 1
     # Inside a container the server listens on every interface (only the proxy reaches it); all else is the README's.
-    expected = [*gunicorn[:bind], "0.0.0.0:8000", *gunicorn[bind + 1 :]]
+    expected = [*server[:host], "0.0.0.0", *server[host + 1 :]]
     for name in APP_SERVERS:
         assert compose["services"][name]["command"] == expected
     dockerfile = (ROOT / "Dockerfile").read_text()
@@ -116,8 +116,8 @@ def test_every_app_container_has_the_readmes_production_environment(compose, pro
 def test_the_pool_fits_the_threads_and_postgres(compose):
     for name in APP_SERVERS:
         service = compose["services"][name]
-        threads = int(service["command"][service["command"].index("--threads") + 1])
-        workers = int(service["command"][service["command"].index("-w") + 1])
+        threads = int(service["command"][service["command"].index("--blocking-threads") + 1])
+        workers = int(service["command"][service["command"].index("--workers") + 1])
         pool = int(service["environment"]["DATABASE_POOL_MAX_SIZE"])
         assert pool >= threads
     assert len(APP_SERVERS) * workers * pool < 100  # PostgreSQL's default max_connections

@@ -10,7 +10,9 @@ servers, with pools only as large as their threads, show that an MCP request nev
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +41,7 @@ AUTH_LIMIT = 5
 LOGIN_LIMIT = 4
 WINDOW = 60  # both throttles count in one-minute windows
 LIMITS = {"AUTH_FAILURE_RATE_LIMIT": str(AUTH_LIMIT), "LOGIN_RATE_LIMIT": str(LOGIN_LIMIT)}
-USERS = ["carol", "erin", "olga"]
+USERS = ["carol", "erin", "olga", "kim"]
 WRITERS_PER_SERVER = 4
 WRITES_PER_WRITER = 250  # 2 servers x 4 writers x 250 = 2,000 writes
 
@@ -133,6 +135,26 @@ def test_a_key_revoked_through_one_server_is_refused_by_the_other_at_once(server
     assert rpc_status(second, "/mcp", bearer=erin["key"]) == 401
     assert rpc_status(second, "/pillbox/mcp", bearer=erin["key"]) == 401
     assert rpc_status(first, "/mcp", bearer=erin["key"]) == 401
+
+
+def test_a_key_lookup_cached_in_redis_is_refused_by_the_other_server_once_revoked(servers, database, redis_db):
+    """Both servers answer a key from the one lookup cached in Redis (accounts.services); revoking it through one
+    server replaces that entry with a tombstone, so the other refuses the key on its next request."""
+    redis_db.flushdb()
+    first, second = servers
+    kim = database.accounts["kim"]
+    for _ in range(4):
+        assert rpc_status(first, "/mcp", bearer=kim["key"]) == 200
+        assert rpc_status(second, "/pillbox/mcp", bearer=kim["key"]) == 200
+    entry = f"two-servers:1:apikey:{hashlib.sha256(kim['key'].encode()).hexdigest()}"
+    assert pickle.loads(redis_db.get(entry)).pk == kim["key_id"]
+    with _signed_in(first, "kim") as http:
+        account = http.get("/account/")
+        revoked = http.post(f"/account/keys/{kim['key_id']}/revoke", data=form_inputs(account.text))
+        assert revoked.status_code == 303, revoked.text
+    assert pickle.loads(redis_db.get(entry)) == "forgotten"
+    assert rpc_status(second, "/pillbox/mcp", bearer=kim["key"]) == 401
+    assert rpc_status(second, "/mcp", bearer=kim["key"]) == 401
 
 
 def _refresh(url: str, resource: str, refresh_token: str, client_id: str) -> httpx2.Response:
