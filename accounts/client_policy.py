@@ -101,5 +101,5 @@ def install() -> None:
         if errors:
             raise ValidationError(errors)
 
-    clean.client_policy = True  # type: ignore[attr-defined]
+    clean.client_policy = True  # type: ignore[attr-defined]  # a mark: install() runs once however often called
     Application.clean = clean

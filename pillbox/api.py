@@ -177,7 +177,7 @@ class PillboxView(ApiView):
 
     def prescription(self, prescription_id: str, code: int = status.HTTP_200_OK) -> Response:
         page = selectors.prescription_page(reach=self.reach, prescription_id=prescription_id)
-        # The serializer reads live_pills, which the listings' annotated rows carry and this row is given here.
+        # The serializer reads live_pills, which the listings' annotated rows carry: this row is given it here.
         live = sum(1 for pill in page.pills if pill.deleted_at is None)
         page.prescription.live_pills = live  # type: ignore[attr-defined]
         return Response(PrescriptionSerializer(page.prescription).data, status=code)

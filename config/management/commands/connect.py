@@ -36,14 +36,14 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="the user the servers act for (default: $PILLBOX_USER, else the login)")
         parser.add_argument("--project", help="the project directory (default: the current directory)")
 
-    def handle(self, *args: object, client: str, http: bool, scope: str | None, write: bool, hooks: bool,
+    def handle(self, *args: object, client: str, http: bool, scope: connect.Scope | None, write: bool, hooks: bool,
                user: str | None, project: str | None, **options: object) -> None:
         if hooks and client != "claude-code":
             raise CommandError("--hooks is for claude-code (other clients have no session-start hook to install).")
         chosen = scope or connect.default_scope(client)
         home, where = Path.home(), Path(project or os.getcwd()).resolve()
         try:
-            path = connect.config_file(client, chosen, home=home, project=where)  # type: ignore[arg-type]
+            path = connect.config_file(client, chosen, home=home, project=where)
             servers = self._servers(client, http, user)
             self._connect(client, chosen, path, servers, write)
             if hooks:
@@ -71,7 +71,9 @@ class Command(BaseCommand):
         self.stderr.write(f"Made a new API key for {username} (revoke it on {settings.SITE_URL}/account/).")
         return connect.http_servers(settings.SITE_URL, key)
 
-    def _connect(self, client: str, scope: str, path: Path, servers: list[connect.Server], write: bool) -> None:
+    def _connect(
+        self, client: str, scope: connect.Scope, path: Path, servers: list[connect.Server], write: bool
+    ) -> None:
         if client == "codex":
             text = connect.toml_tables(servers)
         else:
@@ -79,7 +81,7 @@ class Command(BaseCommand):
         if not write:
             self.stdout.write(f"# {client}: merge into {path} (or run again with --write)\n{text}")
             if client == "claude-code":
-                self.stdout.write("# or run:\n" + "\n".join(connect.claude_code_commands(servers, scope)))  # type: ignore[arg-type]
+                self.stdout.write("# or run:\n" + "\n".join(connect.claude_code_commands(servers, scope)))
             return
         saved = connect.backup(path)
         if client == "codex":
@@ -89,8 +91,8 @@ class Command(BaseCommand):
         kept = f" (the previous file is kept as {saved})" if saved else ""
         self.stdout.write(f"Wrote pillbox and todos to {path}{kept}. Restart {client} to pick them up.")
 
-    def _hook(self, scope: str, home: Path, project: Path, write: bool, user: str | None) -> None:
-        path = connect.hook_file(scope, home=home, project=project)  # type: ignore[arg-type]
+    def _hook(self, scope: connect.Scope, home: Path, project: Path, write: bool, user: str | None) -> None:
+        path = connect.hook_file(scope, home=home, project=project)
         command = connect.hook_command(user)
         if not write:
             hook = {"hooks": {"SessionStart": [{"matcher": connect.HOOK_MATCHER,

@@ -80,6 +80,7 @@ class Command(BaseCommand):
         else:
             adopt_site_url(listening)
             Path(settings.SITE_URL_FILE).write_text(listening + "\n")
+        # listening_url above refused an addrport the pattern does not match.
         if (ADDRPORT.match(addrport)["addr"] or "") in ALL_INTERFACES:  # type: ignore[index]
             notes.append("note: listening on every interface; for other machines set SITE_URL (and ALLOWED_HOSTS) "
                          "to the address they use.")
