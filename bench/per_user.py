@@ -2,7 +2,8 @@
 """Benchmark the per-user cost of search: one user's searches on a database shared with many users against the
 same user's searches on a database holding only their own rows.
 
-    .venv/bin/python bench/per_user.py [--users 1000] [--per-user 1000] [--repeat 3] [--keep DIR] [--quick]
+    .venv/bin/python bench/per_user.py [--users 1000] [--per-user 1000] [--repeat 3] [--per-kind N] [--keep DIR]
+    .venv/bin/python bench/per_user.py --quick   # CI guard
 
 The shared database holds ``--users`` users, each with one global bottle of ``--per-user`` pills and
 ``--per-user`` capsules (1,000 x 1,000 by default: a million of each). The users' rows are interleaved in time,
@@ -19,8 +20,8 @@ postgres:// URL (two databases named after it, ``<name>_per_user`` and ``<name>_
 dropped by the run unless ``--keep``).
 
 --keep DIR keeps the databases (SQLite files in DIR, PostgreSQL databases by name) and reuses them when they
-were built with the same --users and --per-user. --quick is the CI guard: 100 users x 1,000, 60 queries,
-repeat 1; exits 1 when a ratio is over twice the goal (3x).
+were built with the same --users and --per-user. --quick is the CI guard: 100 users x 1,000, 8 queries of
+each kind, repeat 1; exits 1 when a ratio is over twice the goal (3x).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from pills_search import counter_word, mix
 DEFAULT_DATA = DATA / "pills_recall_s1.json"
 GOAL = 1.5
 QUICK_USERS = 100
-QUICK_QUERIES = 60
+QUICK_PER_KIND = 8  # queries of each kind
 BATCH = 5000
 BASE_MS = 1_700_000_000_000  # seq of row 0; row i is written at BASE_MS + i
 GROUPS = {"strict (a, c, d, e)": "acde", "typo (b)": "b", "questions, paraphrases (n, p)": "np"}
@@ -271,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=1000)
     ap.add_argument("--per-user", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per query and database (median taken)")
+    ap.add_argument("--per-kind", type=int, default=0, help="the first N queries of each kind (default: all)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="pills dataset JSON (its items and queries)")
     ap.add_argument("--keep", type=Path, help="keep the databases here and reuse them")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_USERS} users, repeat 1; exit 1 over {2 * GOAL}x")
@@ -285,9 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         a.users, a.repeat = QUICK_USERS, 1
     queries = json.loads(a.data.read_text(encoding="utf-8"))["queries"]
-    if a.quick:
-        kinds = sorted({q["kind"] for q in queries})
-        queries = [q for kind in kinds for q in [q for q in queries if q["kind"] == kind][:QUICK_QUERIES // len(kinds)]]
+    per_kind = QUICK_PER_KIND if a.quick else a.per_kind
+    if per_kind:
+        queries = [q for kind in sorted({q["kind"] for q in queries})
+                   for q in [q for q in queries if q["kind"] == kind][:per_kind]]
     database_url = os.environ.get("DATABASE_URL", "")
     root = a.keep.resolve() if a.keep else Path(tempfile.mkdtemp(prefix="per_user_bench_")).resolve()
     print(f"{len(queries)} queries, repeat {a.repeat}; load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores")

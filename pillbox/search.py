@@ -267,15 +267,14 @@ class Target:
 
     @property
     def scoped_index(self) -> bool:
-        """Whether the database's index knows whose each row is (the global database's: see migration 0006)."""
+        """Whether the SQLite index knows whose each row is (the global database's: see migration 0006)."""
         return not is_local_alias(self.alias)
 
     def scopes(self) -> list[str]:
-        """The index's scope values of the caller's rows: their bottles' ids (as the database writes them) for
-        pills, the owner's id for capsules."""
+        """The index's scope values of the caller's rows: their bottles' ids for pills, the owner's for capsules."""
         if self.kind == "capsule":
             return [str(self.owner_id)]
-        return [str(bottle) if self.on_postgres else bottle.hex for bottle in sorted(self.bottles)]
+        return [bottle.hex for bottle in sorted(self.bottles)]
 
 
 @dataclass(frozen=True)
@@ -419,13 +418,10 @@ def _from(cursor, target: Target, terms: list[str], words: list[str],
     if compound is not None:
         where += " AND m.compound = %s"
         params = [*params, compound]
-    scopes = target.scopes()
     if target.on_postgres:
-        # The caller's scope beside the words, so the two-column GIN index intersects them (migration 0006).
         body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
-                f"WHERE m.search_vector @@ q AND m.search_scope IN ({_marks(len(scopes))}) AND {where}")
-        return (body, [_tsquery(terms, words), *scopes, *params], "m.seq",
-                f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)")
+                f"WHERE m.search_vector @@ q AND {where}")
+        return body, [_tsquery(terms, words), *params], "m.seq", f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)"
     fts = target.fts
     expression = match_expression(terms, words)
     # The scope column weighs nothing: only the query's words rank.
@@ -437,7 +433,7 @@ def _from(cursor, target: Target, terms: list[str], words: list[str],
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
     if target.scoped_index:
         # FTS5 intersects the caller's scope with the words: others' matches are never ranked nor joined.
-        wanted = " OR ".join(f'"{scope}"' for scope in scopes)
+        wanted = " OR ".join(f'"{scope}"' for scope in target.scopes())
         expression = f"scope : ({wanted}) AND {expression}"
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
