@@ -21,7 +21,7 @@ dropped by the run unless ``--keep``).
 
 --keep DIR keeps the databases (SQLite files in DIR, PostgreSQL databases by name) and reuses them when they
 were built with the same --users and --per-user. --quick is the CI guard: 100 users x 1,000, 8 queries of
-each kind, repeat 1; exits 1 when a ratio is over twice the goal (3x).
+each kind, repeat 1; exits 1 when a tool's p50 over all queries is over twice the goal (3x).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ QUICK_USERS = 100
 QUICK_PER_KIND = 8  # queries of each kind
 BATCH = 5000
 BASE_MS = 1_700_000_000_000  # seq of row 0; row i is written at BASE_MS + i
-GROUPS = {"strict (a, c, d, e)": "acde", "typo (b)": "b", "questions, paraphrases (n, p)": "np"}
+# The goal and the guard are on "all"; the groups show where a miss comes from.
+GROUPS = {"all": "abcdenp", "strict (a, c, d, e)": "acde", "typo (b)": "b", "questions, paraphrases (n, p)": "np"}
 TOOLS = {"pill_search": "pills", "capsule_search": "capsules"}
 
 
@@ -250,21 +251,18 @@ def ids_of(text: str) -> set[str]:
     return {line[4:] for line in text.splitlines() if line.startswith("id: ")}
 
 
-def report(result: dict[str, Any], a: argparse.Namespace) -> float:
+def report(result: dict[str, Any], a: argparse.Namespace) -> None:
     built = ", ".join(f"{role} built in {s:.0f} s" for role, s in result["built"].items() if s is not None)
     print(f"\n#### {result['backend']}: {a.users:,} users x {a.per_user:,} pills and {a.per_user:,} capsules "
           f"against one user's alone{f' ({built})' if built else ''}\n")
     print("| tool | queries | n | p50 ms shared | p50 ms alone | shared/alone |")
     print("|---|---|---|---|---|---|")
-    worst = 0.0
     for row in result["rows"]:
         ratio = row["shared"] / row["alone"]
-        worst = max(worst, ratio)
         print(f"| {row['tool']} | {row['group']} | {row['n']} | {row['shared']:.2f} | {row['alone']:.2f} | "
               f"{ratio:.2f} |")
     print(f"\nqueries whose answer held other ids on the shared database: {result['differ']} "
           "(bm25 weighs words by how rare they are in the whole database, everyone's rows included)")
-    return worst
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
             if database_url.startswith(("postgres://", "postgresql://")):
                 postgres_admin(database_url, [f'DROP DATABASE IF EXISTS "{urlsplit(url).path.lstrip("/")}"'
                                               for url in postgres_urls(database_url)])
-    worst = max(max(row["shared"] / row["alone"] for row in result["rows"]) for result in results)
-    print(f"\nload average {os.getloadavg()[0]:.1f}; worst shared/alone {worst:.2f} (goal {GOAL}x)")
+    worst = max(row["shared"] / row["alone"] for result in results for row in result["rows"] if row["group"] == "all")
+    print(f"\nload average {os.getloadavg()[0]:.1f}; worst shared/alone p50 over all queries {worst:.2f} "
+          f"(goal {GOAL}x)")
     if a.quick and worst > 2 * GOAL:
         print(f"QUICK CHECK FAILED: a search on the shared database is {worst:.2f}x the same user's alone "
               f"(> {2 * GOAL:.0f}x)", file=sys.stderr)
