@@ -155,20 +155,24 @@ class Worker:
             command += ["--database-url", database_url]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                         cwd=REPO)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.requests, self.answers = self.process.stdin, self.process.stdout
 
     def ready(self) -> float | None:
-        line = self.process.stdout.readline()
+        line = self.answers.readline()
         if not line:
             raise SystemExit("a worker died before it was ready")
-        return json.loads(line)["built_s"]
+        built: float | None = json.loads(line)["built_s"]
+        return built
 
     def ask(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        self.process.stdin.write(json.dumps({"tool": tool, "args": args}) + "\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
+        self.requests.write(json.dumps({"tool": tool, "args": args}) + "\n")
+        self.requests.flush()
+        answer: dict[str, Any] = json.loads(self.answers.readline())
+        return answer
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.requests.close()
         self.process.wait()
 
 
@@ -178,7 +182,8 @@ class Worker:
 def postgres_urls(base: str) -> tuple[str, str]:
     parts = urlsplit(base)
     name = parts.path.lstrip("/")
-    return tuple(urlunsplit(parts._replace(path=f"/{name}{suffix}")) for suffix in ("_per_user", "_per_user_alone"))
+    return (urlunsplit(parts._replace(path=f"/{name}_per_user")),
+            urlunsplit(parts._replace(path=f"/{name}_per_user_alone")))
 
 
 def postgres_admin(base: str, statements: list[str]) -> None:

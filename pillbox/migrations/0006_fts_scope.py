@@ -30,8 +30,11 @@ SCOPES = {"pillbox_pill": PILL_SCOPE, "pillbox_capsule": CAPSULE_SCOPE}
 # An update of one of these columns changes what the index holds for the row.
 INDEXED = {"pillbox_pill": "title, content, compound, deleted_at, prescription_id",
            "pillbox_capsule": "title, content, compound, deleted_at, owner_id"}
-# A prescription moved to another bottle (nothing does this today) takes its pills' scope along.
-MOVED = "UPDATE pillbox_pill SET prescription_id = prescription_id WHERE prescription_id = {row}.id;"
+# A prescription written after its pills (foreign keys are checked at commit), or moved to another bottle
+# (nothing does either today), gives its pills their scope: the pills' own trigger indexes them again.
+RESCOPE = "UPDATE pillbox_pill SET prescription_id = prescription_id WHERE prescription_id = new.id;"
+PRESCRIPTION_TRIGGERS = {"pillbox_prescription_fts_ai": "AFTER INSERT",
+                         "pillbox_prescription_fts_au": "AFTER UPDATE OF bottle_id"}
 
 
 def sqlite_statements(table: str, *, scoped: bool) -> list[str]:
@@ -52,10 +55,10 @@ def sqlite_statements(table: str, *, scoped: bool) -> list[str]:
         f"SELECT m.seq, m.title, m.content, m.compound, {backfill_scope} FROM {table} m WHERE m.deleted_at IS NULL",
     ]
     if table == "pillbox_pill":
-        statements.append("DROP TRIGGER IF EXISTS pillbox_prescription_fts_au")
+        statements += [f"DROP TRIGGER IF EXISTS {name}" for name in PRESCRIPTION_TRIGGERS]
         if scoped:
-            statements.append("CREATE TRIGGER pillbox_prescription_fts_au AFTER UPDATE OF bottle_id ON "
-                              f"pillbox_prescription BEGIN {MOVED.format(row='new')} END")
+            statements += [f"CREATE TRIGGER {name} {event} ON pillbox_prescription BEGIN {RESCOPE} END"
+                           for name, event in PRESCRIPTION_TRIGGERS.items()]
     return statements
 
 
@@ -77,7 +80,8 @@ def backwards_for(table: str) -> Any:
         if schema_editor.connection.vendor != "sqlite":
             return
         with schema_editor.connection.cursor() as cursor:
-            cursor.execute("DROP TRIGGER IF EXISTS pillbox_prescription_fts_au")
+            for name in PRESCRIPTION_TRIGGERS:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
             for statement in fulltext.drop_statements(table) + fulltext.fts_statements(table):
                 cursor.execute(statement)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections
 
 from config.mcp.tools import Caller
@@ -29,8 +30,15 @@ def _words_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBEDDINGS", "off")
 
 
+def caller(person: Person) -> Caller:
+    assert isinstance(person.user, AbstractBaseUser)
+    return Caller(user=person.user, transport="http")
+
+
 def call(person: Person, tool: str, **arguments: Any) -> str:
-    return TOOLSET.by_name[tool].handler(Caller(user=person.user, transport="http"), arguments)
+    answer = TOOLSET.by_name[tool].handler(caller(person), arguments)
+    assert isinstance(answer, str)
+    return answer
 
 
 def first_id(text: str) -> str:
@@ -80,7 +88,8 @@ def test_a_search_never_sees_another_users_rows_through_the_shared_index(alice: 
 @pytest.mark.django_db(transaction=True)
 def test_the_scope_itself_is_never_matched_by_the_words_of_a_query(alice: Person) -> None:
     bottle, _, _ = memory(alice, SHARED)
-    scope_words = [bottle, bottle[:8], str(alice.user.pk), f"u{alice.user.pk}"]
+    owner = str(caller(alice).user.pk)
+    scope_words = [bottle, bottle[:8], owner, f"u{owner}"]
     for tool in ("pill_search", "capsule_search"):
         for query in scope_words:
             answer = call(alice, tool, query=query)
@@ -91,7 +100,7 @@ def test_the_scope_itself_is_never_matched_by_the_words_of_a_query(alice: Person
 def test_the_index_follows_edits_discards_restores_and_purges(alice: Person, bob: Person) -> None:
     _, (pill, _), (capsule, _) = memory(alice, SHARED)
     memory(bob, SHARED)
-    reach = reach_for(Caller(user=alice.user, transport="http"))
+    reach = reach_for(caller(alice))
     for kind, row, noun in (("pill", pill, "pills"), ("capsule", capsule, "capsules")):
         search = f"{kind}_search"
         call(alice, f"{kind}_revise", id=row, title="Circuit breaker", content="Trip after five failures")
