@@ -169,8 +169,8 @@ def _vocabulary_bytes(words: Vocabulary) -> int:
 
 
 def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary:
-    """Every word of a SQLite FTS5 index (but its ``scoped`` column), cached until this or another connection
-    changes the database.
+    """Every word of a SQLite FTS5 index (but its ``scope`` column's, when ``scoped``), cached until this or
+    another connection changes the database.
 
     ``PRAGMA data_version`` and ``total_changes`` only mean something for the connection that read them,
     so the cache entry also remembers which connection it was read on (threads have their own).
