@@ -27,12 +27,15 @@ def load_module(name: str, path: Path) -> ModuleType:
     return module
 
 
-def setup_django(home: Path) -> None:
-    """Django on a scratch data directory (never the real one, never DATABASE_URL), its global database migrated."""
+def setup_django(home: Path, *, database_url: str | None = None) -> None:
+    """Django on a scratch data directory (never the real one), its global database migrated: a SQLite file in
+    ``home``, or the database at ``database_url`` when given (never the environment's DATABASE_URL)."""
     os.environ["PILLBOX_HOME"] = str(home)
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     for name in ("DATABASE_URL", "PILLBOX_ROOT"):
         os.environ.pop(name, None)
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
     sys.path.insert(0, str(REPO))
     import django
 

@@ -166,7 +166,9 @@ def measure(a: argparse.Namespace) -> tuple[dict[str, float], dict[str, float], 
 
         ours_port, sdk_port = free_port(), free_port()
         ours_cmd = our_command(a.stack, a.workers, ours_port, a.threads)
-        processes.append(subprocess.Popen(ours_cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        processes.append(
+            subprocess.Popen(ours_cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
         processes.append(
             subprocess.Popen(
                 [str(BIN / "uvicorn"), "baseline_app:app", "--workers", str(a.workers), "--port", str(sdk_port),

@@ -45,6 +45,7 @@ from rapidfuzz.distance import JaroWinkler
 
 from config.lru import BoundedLru
 from pillbox import semantic, snippets
+from pillbox.routers import is_local_alias
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -175,8 +176,9 @@ def _vocabulary_bytes(words: Vocabulary) -> int:
     return sum(sys.getsizeof(word) + 16 for word in words.words) + 64
 
 
-def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
-    """Every word of a SQLite FTS5 index, cached until this or another connection changes the database.
+def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary:
+    """Every word of a SQLite FTS5 index (but its ``scope`` column's, when ``scoped``), cached until this or
+    another connection changes the database.
 
     ``PRAGMA data_version`` and ``total_changes`` only mean something for the connection that read them,
     so the cache entry also remembers which connection it was read on (threads have their own).
@@ -192,7 +194,12 @@ def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
         cursor.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab USING fts5vocab(main, {fts_table}, row)"
         )
-        cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
+        if scoped:  # the words of the text columns only: whose a row is, is no word
+            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab_col "
+                           f"USING fts5vocab(main, {fts_table}, col)")
+            cursor.execute(f"SELECT DISTINCT term FROM temp.{fts_table}_vocab_col WHERE col <> 'scope'")
+        else:
+            cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
         words = Vocabulary.of([row[0] for row in cursor.fetchall()])
     _vocabularies.put((alias, fts_table), (raw, version, words), _vocabulary_bytes(words))
     return words
@@ -224,7 +231,7 @@ def vocabulary(target: Target) -> Vocabulary:
     if not target.on_postgres:
         with connections[target.alias].cursor() as cursor:
             if _everything_reachable(cursor, target):
-                return _index_vocabulary(target.alias, target.fts)
+                return _index_vocabulary(target.alias, target.fts, scoped=target.scoped_index)
     return _scoped_vocabulary(target)
 
 
@@ -265,6 +272,17 @@ class Target:
     @property
     def bottle_column(self) -> str:
         return "r.bottle_id" if self.kind == "pill" else "NULL"
+
+    @property
+    def scoped_index(self) -> bool:
+        """Whether the SQLite index knows whose each row is (the global database's: see migration 0006)."""
+        return not is_local_alias(self.alias)
+
+    def scopes(self) -> list[str]:
+        """The index's scope values of the caller's rows: their bottles' ids for pills, the owner's for capsules."""
+        if self.kind == "capsule":
+            return [str(self.owner_id)]
+        return [bottle.hex for bottle in sorted(self.bottles)]
 
 
 @dataclass(frozen=True)
@@ -414,11 +432,20 @@ def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[s
         return body, [_tsquery(terms, words), *params], "m.seq", f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)"
     fts = target.fts
     expression = match_expression(terms, words)
-    score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)})"
+    # The scope column weighs nothing: only the query's words rank.
+    score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)}, 0)"
+    if target.scoped_index:
+        expression = f"{{title content compound}} : ({expression})"  # a query's words never match the scope
     if compound is None and _everything_reachable(cursor, target):
         # Only the index: no join per matching row, and the count is the index's own.
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
-    body = f"FROM {fts} JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
+    if target.scoped_index:
+        # FTS5 intersects the caller's scope with the words: others' matches are never ranked nor joined.
+        wanted = " OR ".join(f'"{scope}"' for scope in target.scopes())
+        expression = f"scope : ({wanted}) AND {expression}"
+    # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
+    # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
+    body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
     return body, [expression, *params], "m.seq", score
 
 
