@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from asgiref.sync import sync_to_async
@@ -25,7 +25,10 @@ from mcp.server.stdio import stdio_server
 
 from config.mcp import definitions
 from config.mcp.server import StdioState, build_server, fixed_lifespan
-from config.mcp.tools import Caller, ToolFailure, ToolSet
+from config.mcp.tools import ToolFailure, ToolSet
+
+if TYPE_CHECKING:
+    from config.mcp.tools import Caller
 
 logger = logging.getLogger("config.mcp")
 
@@ -46,6 +49,7 @@ def local_caller(username: str) -> Caller:
     """The stdio caller: the global database migrated when it is behind, the local user found or made."""
     from accounts.services import user_get_or_create
     from config.bootstrap import ensure_global_db
+    from config.mcp.tools import Caller
 
     ensure_global_db()
     return Caller(user=user_get_or_create(username=username), transport="stdio", workdir=Path.cwd())

@@ -54,6 +54,15 @@ def raw_session(command: list[str], server: str, *, home: Path, cwd: Path, **env
     return lines
 
 
+def test_the_handshake_needs_neither_the_apps_nor_the_orm():
+    """What manage.py imports before it answers: the bridge and the SDK; the apps come with the first call."""
+    done = subprocess.run([sys.executable, "-c", "import sys, config.mcp.stdio; print(*sorted(sys.modules))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    early = [name for name in done.stdout.split() if name.split(".")[0] in ("accounts", "pillbox", "todos", "webui")
+             or name.startswith(("django.apps", "django.contrib", "django.db.models"))]
+    assert early == []
+
+
 def test_the_definitions_are_what_the_registries_render():
     assert definitions.FILE.read_text(encoding="utf-8") == docs.render_definitions(), (
         "config/mcp/definitions.json is stale: run `python manage.py docs --write` and commit the result")
