@@ -17,9 +17,10 @@ build and the search. Its anchor is Fuse.js's own cold search in the same run: i
 is reported as wall time and as the CPU time of the calling thread (which a busy machine
 inflates far less).
 
---quick is the CI regression guard: repeat 1, and a non-zero exit when overall MRR@10 is
-below half the goal, our median latency is more than 20% of Fuse's (twice the goal), or the
-cold search's median is over twice its 50 ms goal.
+--quick is the CI regression guard: repeat 1, five cold samples, and a non-zero exit when
+overall MRR@10 is below half the goal, our median latency is more than 20% of Fuse's (twice the
+goal), or the cold search's median is over twice Fuse.js's cold search (a ratio standing in for
+the 50 ms goal, which is about what Fuse.js's cold search takes on the machine here).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ GOAL_SPEEDUP = 10.0
 QUICK_MIN_MRR = GOAL_MRR / 2
 QUICK_MAX_LATENCY_SHARE = 2.0 / GOAL_SPEEDUP
 GOAL_COLD_MS = 50.0
+GOAL_COLD_SHARE = 1.0  # of Fuse.js's cold search in the same run; --quick guards at twice it
 COLD_SAMPLES = 9
 
 sys.path.insert(0, str(REPO))
@@ -249,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy(ours_path, a.keep / "ours.json")
             shutil.copy(Path(tmp) / "fuse.json", a.keep / "fuse.json")
 
-    cold = run_cold(data_path, data, max(1, a.cold_samples))
+    samples = 5 if a.quick else max(1, a.cold_samples)
+    cold = run_cold(data_path, data, samples)
     ours = summarise(score, data, ours_res)
     fuse = summarise(score, data, fuse_res)
     meta = data["meta"]
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     fuse_cold = fuse_res.get("build_ms", float("nan")) + fuse["all"]["p50_ms"]
     print(
         f"\ncold search_todos through the tool, {cold['todos']} todos (a fresh process's first search, "
-        f"median of {a.cold_samples}; load average {os.getloadavg()[0]:.1f}): ours {cold['cold_ms']:.1f} ms "
+        f"median of {samples}; load average {os.getloadavg()[0]:.1f}): ours {cold['cold_ms']:.1f} ms "
         f"(max {cold['cold_max_ms']:.1f}; CPU {cold['cold_cpu_ms']:.1f} ms), the warm call after it "
         f"{cold['warm_ms']:.1f} ms (CPU {cold['warm_cpu_ms']:.1f}); Fuse.js cold (index build + median search) "
         f"{fuse_cold:.1f} ms; ratio {cold['cold_ms'] / fuse_cold:.2f}"
@@ -283,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 <= 1/{GOAL_SPEEDUP:.0f} of fuse": share <= 1 / GOAL_SPEEDUP,
         "unrelated query -> []": not empty,
         f"cold search <= {GOAL_COLD_MS:.0f} ms": cold["cold_ms"] <= GOAL_COLD_MS,
+        "cold search <= Fuse.js's": cold["cold_ms"] <= GOAL_COLD_SHARE * fuse_cold,
     }
     print("goals: " + ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in goals.items()))
 
@@ -292,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"MRR@10 {ours['all']['mrr@10']:.3f} < {QUICK_MIN_MRR:.2f}")
         if share > QUICK_MAX_LATENCY_SHARE:
             failures.append(f"p50 is {share:.1%} of fuse's (> {QUICK_MAX_LATENCY_SHARE:.0%})")
-        if cold["cold_ms"] > 2 * GOAL_COLD_MS:
-            failures.append(f"cold search {cold['cold_ms']:.1f} ms (> {2 * GOAL_COLD_MS:.0f} ms)")
+        if cold["cold_ms"] > 2 * GOAL_COLD_SHARE * fuse_cold:
+            failures.append(f"cold search {cold['cold_ms']:.1f} ms is over {2 * GOAL_COLD_SHARE:.0f}x Fuse.js's "
+                            f"{fuse_cold:.1f} ms")
         if failures:
             print("QUICK CHECK FAILED: " + "; ".join(failures), file=sys.stderr)
             return 1
