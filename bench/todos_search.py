@@ -19,8 +19,9 @@ inflates far less).
 
 --quick is the CI regression guard: repeat 1, five cold samples, and a non-zero exit when
 overall MRR@10 is below half the goal, our median latency is more than 20% of Fuse's (twice the
-goal), or the cold search's median is over twice Fuse.js's cold search (a ratio standing in for
-the 50 ms goal, which is about what Fuse.js's cold search takes on the machine here).
+goal), or the cold search's median is over twice Fuse.js's cold search in the same run (the
+goal is 50 ms; the guard is a ratio so that a busy CI machine does not fail it: ours has been
+0.8-1.3x Fuse.js's cold search, busy and quiet).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ GOAL_SPEEDUP = 10.0
 QUICK_MIN_MRR = GOAL_MRR / 2
 QUICK_MAX_LATENCY_SHARE = 2.0 / GOAL_SPEEDUP
 GOAL_COLD_MS = 50.0
-GOAL_COLD_SHARE = 1.0  # of Fuse.js's cold search in the same run; --quick guards at twice it
+QUICK_MAX_COLD_SHARE = 2.0  # of Fuse.js's cold search in the same run
 COLD_SAMPLES = 9
 
 sys.path.insert(0, str(REPO))
@@ -286,7 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 <= 1/{GOAL_SPEEDUP:.0f} of fuse": share <= 1 / GOAL_SPEEDUP,
         "unrelated query -> []": not empty,
         f"cold search <= {GOAL_COLD_MS:.0f} ms": cold["cold_ms"] <= GOAL_COLD_MS,
-        "cold search <= Fuse.js's": cold["cold_ms"] <= GOAL_COLD_SHARE * fuse_cold,
     }
     print("goals: " + ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in goals.items()))
 
@@ -296,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"MRR@10 {ours['all']['mrr@10']:.3f} < {QUICK_MIN_MRR:.2f}")
         if share > QUICK_MAX_LATENCY_SHARE:
             failures.append(f"p50 is {share:.1%} of fuse's (> {QUICK_MAX_LATENCY_SHARE:.0%})")
-        if cold["cold_ms"] > 2 * GOAL_COLD_SHARE * fuse_cold:
-            failures.append(f"cold search {cold['cold_ms']:.1f} ms is over {2 * GOAL_COLD_SHARE:.0f}x Fuse.js's "
+        if cold["cold_ms"] > QUICK_MAX_COLD_SHARE * fuse_cold:
+            failures.append(f"cold search {cold['cold_ms']:.1f} ms is over {QUICK_MAX_COLD_SHARE:.0f}x Fuse.js's "
                             f"{fuse_cold:.1f} ms")
         if failures:
             print("QUICK CHECK FAILED: " + "; ".join(failures), file=sys.stderr)
