@@ -7,6 +7,12 @@ def main() -> None:
     # The stdio MCP servers load only the apps an agent's process uses (see config/settings_stdio.py).
     stdio = len(sys.argv) > 1 and sys.argv[1] == "mcp"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio" if stdio else "config.settings")
+    if stdio:
+        # An agent waits for the stdio handshake at every start: it is answered before Django is set up.
+        from config.mcp.stdio import main as serve_stdio
+
+        if (code := serve_stdio(sys.argv[2:])) is not None:
+            sys.exit(code)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -311,3 +311,13 @@ def stale(rendered: Mapping[str, str]) -> list[str]:
     """The generated files whose content on disk differs from what the code renders now."""
     return [name for name, text in rendered.items()
             if not (DOCS / name).is_file() or (DOCS / name).read_text() != text]
+
+
+def render_definitions() -> str:
+    """Not a page: what the stdio servers answer before Django is set up (config/mcp/definitions.py), kept
+    current by the same command because a tool's description changes both."""
+    from django.utils.module_loading import import_string
+
+    from config.mcp import definitions
+
+    return definitions.render({server: import_string(path) for server, path in settings.MCP_SERVERS.items()})

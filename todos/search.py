@@ -27,9 +27,10 @@ import heapq
 import math
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
@@ -65,8 +66,17 @@ MIN_FUZZY_LEN = 4
 # Sorts after every character, so [word, word + _MAX_CHAR) is the range of completions.
 _MAX_CHAR = chr(0x10FFFF)
 _WORD_RE = re.compile(r"[^\W_]+")
+# For ASCII text the same words, cut in C: every ASCII character that is not a letter or a digit becomes a space
+# (and, when many fields are cut at once, the NUL between them stays).
+_ASCII_GAPS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+_SEPARATOR = "\x00"
+_ASCII_GAPS_BETWEEN_FIELDS = bytes(c if c < 128 and chr(c).isalnum() or c == 0 else 32 for c in range(256))
+# No character below U+0300 is a combining mark: only runs from there on are read one character at a time.
+_MARKS_RE = re.compile("[\u0300-\U0010ffff]+")
+# A capital after a small letter or a digit, where a camelCase word splits; the capital comes first in the
+# pattern so that the regex engine skips from capital to capital over the rest.
+_CAMEL_HINT_RE = re.compile(r"[A-Z](?<=[a-z0-9][A-Z])")
 # Splits "OAuth2Validator" into OAuth2 / Validator and "HTTPServer" into HTTP / Server.
-_CAMEL_HINT_RE = re.compile(r"[a-z0-9][A-Z]")
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 
@@ -82,35 +92,54 @@ def fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return stripped.casefold()
+    return _MARKS_RE.sub(_without_combining, decomposed).casefold()
+
+
+def _without_combining(run: re.Match[str]) -> str:
+    return "".join(ch for ch in run.group() if not unicodedata.combining(ch))
 
 
 def tokenize(text: str) -> list[str]:
     """Folded words of text, in order. Used for queries (no camelCase parts)."""
+    if text.isascii():
+        return text.lower().encode().translate(_ASCII_GAPS).decode().split()
     return _WORD_RE.findall(fold(text))
 
 
-def _doc_tokens(text: str) -> tuple[list[str], list[str]]:
-    """(positional words, extra camelCase parts) of a document field.
+def _fields_tokens(texts: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """(positional words, searchable words) of each document field.
 
-    Parts are kept out of the positional list so adjacency of the real words is not
-    disturbed, yet they are still searchable words of the field.
+    The searchable words add the parts of camelCase identifiers, kept out of the positional list so adjacency of
+    the real words is not disturbed. An index is thousands of fields, so they are cut together, in a few passes
+    of C over all of them; queries are cut with the same rule, so a word always reads the same both ways.
     """
-    # Queries are cut with this same rule, so a word always reads the same both ways.
-    words = _WORD_RE.findall(fold(text))
-    parts: list[str] = []
-    if _CAMEL_HINT_RE.search(text) is None:
-        # Most fields have no lower-to-upper transition at all; skip the per-word pass.
-        return words, parts
-    for raw in _WORD_RE.findall(text):
-        if _CAMEL_HINT_RE.search(raw) is None:
+    blob = _SEPARATOR.join(texts)
+    if texts and blob.count(_SEPARATOR) == len(texts) - 1:
+        cut = blob.lower().encode().translate(_ASCII_GAPS_BETWEEN_FIELDS).decode().split(_SEPARATOR)
+        words = [field.split() if text.isascii() else tokenize(text) for field, text in zip(cut, texts, strict=True)]
+    else:  # a field holding the separator itself
+        words = [tokenize(text) for text in texts]
+    searchable = list(words)
+    starts = list(accumulate((len(text) + 1 for text in texts), initial=0))
+    end = 0
+    # Most fields have no lower-to-upper transition at all: only the words holding one are read again.
+    for hint in _CAMEL_HINT_RE.finditer(blob):
+        if hint.start() < end:  # another transition in the word just read
             continue
-        pieces = _CAMEL_RE.findall(raw)
+        start = hint.start()
+        while start and blob[start - 1].isalnum():  # back to the word's first letter (isalnum is [^\W_])
+            start -= 1
+        word = _WORD_RE.match(blob, start)
+        assert word is not None
+        end = word.end()
+        pieces = _CAMEL_RE.findall(word.group())
         if len(pieces) > 1:
-            for piece in pieces:
-                parts.extend(_WORD_RE.findall(fold(piece)))
-    return words, parts
+            i = bisect_right(starts, start) - 1
+            if searchable[i] is words[i]:
+                searchable[i] = list(words[i])
+            # The pieces are ASCII letters and digits: folding them is lowering them.
+            searchable[i].extend(piece.lower() for piece in pieces)
+    return words, searchable
 
 
 def _fuzzy_max_edits(length: int) -> int:
@@ -122,21 +151,26 @@ def _fuzzy_max_edits(length: int) -> int:
 
 
 class TodoIndex:
-    """Immutable search index over a fixed set of todos; build once, search often."""
+    """Immutable search index over a fixed set of todos; build once, search often.
 
-    __slots__ = ("_keys", "_postings", "_idf", "_vocab", "_by_length", "_fields", "_key_rank", "approximate_bytes")
+    A process builds it at its first search, so the build does only what every search needs: the words of each
+    todo and their weighted field frequencies. A word's BM25F weights are made the first time a query reaches
+    it, and kept.
+    """
+
+    __slots__ = ("_keys", "_tf", "_weights", "_vocab", "_by_length", "_fields", "_key_rank", "approximate_bytes")
 
     def __init__(
         self,
         keys: list[str],
-        postings: dict[str, dict[int, float]],
-        idf: dict[str, float],
+        tf: dict[str, dict[int, float]],
         fields: list[tuple[list[str], list[str]]],
     ) -> None:
         self._keys = keys
-        self._postings = postings
-        self._idf = idf
-        self._vocab = sorted(postings)
+        # word -> {todo: length-normalised, weighted frequency over both fields}; its length is the word's df.
+        self._tf = tf
+        self._weights: dict[str, dict[int, float]] = {}
+        self._vocab = sorted(tf)
         by_length: dict[int, list[str]] = {}
         for word in self._vocab:
             by_length.setdefault(len(word), []).append(word)
@@ -148,26 +182,23 @@ class TodoIndex:
         for r, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
             rank[i] = r
         self._key_rank = rank
-        # CPython's rough cost of what this index holds (a dict slot and float per posting, a list slot and a
-        # shared str per word): enough for a cache to bound its memory, not an exact measure.
+        # CPython's rough cost of what this index holds (a dict slot and float per posting, twice: its frequency
+        # and, once searched, its weight; a list slot and a shared str per word): enough for a cache to bound its
+        # memory, not an exact measure.
         self.approximate_bytes = (
-            sum(len(word) + 160 + 120 * len(docs) for word, docs in postings.items())
+            sum(len(word) + 160 + 240 * len(docs) for word, docs in tf.items())
             + sum(16 * (len(name) + len(description)) + 120 for name, description in fields)
             + sum(len(key) + 90 for key in keys)
         )
 
     @classmethod
     def build(cls, docs: Iterable[Doc]) -> TodoIndex:
-        keys: list[str] = []
-        fields: list[tuple[list[str], list[str]]] = []
-        searchable: list[tuple[list[str], list[str]]] = []
-
-        for doc in docs:
-            keys.append(doc.key)
-            n_words, n_parts = _doc_tokens(doc.name)
-            d_words, d_parts = _doc_tokens(doc.description)
-            fields.append((n_words, d_words))
-            searchable.append((n_words + n_parts, d_words + d_parts))
+        rows = list(docs)
+        keys = [doc.key for doc in rows]
+        name_words, name_all = _fields_tokens([doc.name for doc in rows])
+        desc_words, desc_all = _fields_tokens([doc.description for doc in rows])
+        fields = list(zip(name_words, desc_words, strict=True))
+        searchable = zip(name_all, desc_all, strict=True)
 
         n = len(keys)
         # Field lengths count real words only; camelCase parts are bonus vocabulary.
@@ -192,17 +223,21 @@ class TodoIndex:
                     field_tf[w] = {i: f}
                 else:
                     entry[i] = f
+        return cls(keys, field_tf, fields)
 
-        k1 = K1
-        idf: dict[str, float] = {}
-        postings: dict[str, dict[int, float]] = {}
-        for w, entry in field_tf.items():
-            df = len(entry)
-            w_idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            idf[w] = w_idf
-            scale = w_idf * (k1 + 1.0)
-            postings[w] = {i: scale * f / (f + k1) for i, f in entry.items()}
-        return cls(keys, postings, idf, fields)
+    def _idf(self, word: str) -> float:
+        df = len(self._tf[word])
+        return math.log(1.0 + (len(self._keys) - df + 0.5) / (df + 0.5))
+
+    def _postings(self, word: str) -> dict[int, float]:
+        """The word's BM25F weight in each todo holding it, made once (threads making it at once agree)."""
+        weights = self._weights.get(word)
+        if weights is None:
+            k1 = K1
+            scale = self._idf(word) * (k1 + 1.0)
+            weights = {i: scale * f / (f + k1) for i, f in self._tf[word].items()}
+            self._weights[word] = weights
+        return weights
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -210,8 +245,8 @@ class TodoIndex:
     def _expand(self, word: str) -> dict[str, float]:
         """Vocabulary words that may stand for a query word, with a quality each."""
         found: dict[str, float] = {}
-        postings = self._postings
-        exact = word in postings
+        tf = self._tf
+        exact = word in tf
         if exact:
             found[word] = 1.0
         if len(word) >= MIN_PREFIX_LEN:
@@ -222,7 +257,7 @@ class TodoIndex:
             if len(completions) > MAX_PREFIX_EXPANSIONS:
                 # A very short fragment can stand for hundreds of words; keep the ones
                 # in the most todos (the likeliest meaning) so latency stays bounded.
-                completions = heapq.nlargest(MAX_PREFIX_EXPANSIONS, completions, key=lambda w: len(postings[w]))
+                completions = heapq.nlargest(MAX_PREFIX_EXPANSIONS, completions, key=lambda w: len(tf[w]))
             m = len(word)
             for cand in completions:
                 # A fragment covering most of the word is nearly as good as the word.
@@ -252,7 +287,6 @@ class TodoIndex:
             return []
         # Repeated query words add nothing but noise to coverage.
         terms = list(dict.fromkeys(words))
-        postings = self._postings
         idf = self._idf
 
         expansions: list[dict[str, float]] = []
@@ -262,7 +296,7 @@ class TodoIndex:
             expansions.append(exp)
             if exp:
                 # A query word is as informative as the rarest reading we trust most.
-                importance.append(max(idf[w] * q for w, q in exp.items()))
+                importance.append(max(idf(w) * q for w, q in exp.items()))
             else:
                 importance.append(0.0)
         total_importance = sum(importance)
@@ -277,7 +311,7 @@ class TodoIndex:
             best: dict[int, float] = {}
             best_word: dict[int, str] = {}
             for w, q in exp.items():
-                for d, weight in postings[w].items():
+                for d, weight in self._postings(w).items():
                     s = q * weight
                     if s > best.get(d, 0.0):
                         best[d] = s

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,9 +56,14 @@ ROOTS_TIMEOUT = 5
 
 @dataclass
 class StdioState:
-    """A stdio process's one caller; its working directory may be replaced by the client's first root."""
+    """A stdio process's one caller; its working directory may be replaced by the client's first root.
 
-    caller: Caller
+    A process that answered the handshake before setting Django up has no caller yet: ``start`` makes it on the
+    first call (and raises ``ToolFailure`` with the text to answer when it cannot).
+    """
+
+    caller: Caller | None = None
+    start: Callable[[], Awaitable[Caller]] | None = None
     roots_checked: bool = False
 
 
@@ -74,6 +79,9 @@ async def resolve_caller(ctx: Any) -> Caller:
     state: Caller | StdioState = ctx.lifespan_context
     if not isinstance(state, StdioState):
         return state
+    if state.caller is None:
+        assert state.start is not None
+        state.caller = await state.start()
     if not state.roots_checked:
         state.roots_checked = True
         if ctx.session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
@@ -125,7 +133,10 @@ def build_server(
         tool = toolset.by_name.get(params.name)
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        caller = await resolve_caller(ctx)
+        try:
+            caller = await resolve_caller(ctx)
+        except ToolFailure as failure:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=failure.text)], is_error=True)
         arguments = dict(params.arguments or {})
         if caller.transport == "http":
             reply = run_beside_loop(run_tool, toolset, tool, caller, arguments)
@@ -163,6 +174,7 @@ def build_server(
             if prompt is None:
                 raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
             try:
+                await resolve_caller(ctx)  # a stdio process renders its prompts once Django is set up
                 messages = prompt.render(dict(params.arguments or {}))
             except ToolFailure as failure:
                 raise MCPError(code=types.INVALID_PARAMS, message=failure.text) from None

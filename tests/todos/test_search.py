@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from todos.search import Doc, TodoIndex, tokenize
+from todos.search import Doc, TodoIndex, _fields_tokens, tokenize
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "data" / "todos_oauth_toolkit_s1.json"
 
@@ -138,3 +142,42 @@ def test_quality_on_shared_dataset() -> None:
     assert _mrr_at_10(ranks["all"]) >= 0.92
     assert _mrr_at_10(ranks["e"]) >= 0.65
     assert indexes[True].search("zqxjv wqpfz") == []
+
+
+# The rule the fast cut must follow, written the slow, obvious way: words are runs of letters and digits of the
+# folded text (accents dropped, case folded); a field's camelCase identifiers add their parts.
+WORD = re.compile(r"[^\W_]+")
+CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
+
+
+def _words_by_the_rule(text: str) -> list[str]:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return WORD.findall("".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold())
+
+
+def _parts_by_the_rule(text: str) -> list[str]:
+    parts: list[str] = []
+    for raw in WORD.findall(text):
+        pieces = CAMEL.findall(raw) if re.search(r"[a-z0-9][A-Z]", raw) else []
+        if len(pieces) > 1:
+            parts.extend(piece.lower() for piece in pieces)
+    return parts
+
+
+# Letters with and without accents, combining marks, capitals, digits, Markdown and code punctuation, the NUL the
+# fields are joined with, other scripts and spaces.
+TEXT = st.text(st.sampled_from("aZz09_ -.\u00e9\u00c9\u00df\u0130\u0131\u03a3\u03c2\u0301\u00a0\t\n"
+                               "OAuth2ValidatorHTTPServer[](){}#*`'\"/:;,\u65e5\u672c\x00\x1f\u2019\u2192\ufb01"),
+               max_size=40)
+
+
+@given(TEXT)
+def test_tokenize_cuts_the_words_of_the_folded_text(text: str) -> None:
+    assert tokenize(text) == _words_by_the_rule(text)
+
+
+@given(st.lists(TEXT, max_size=6))
+def test_fields_are_cut_together_as_each_would_be_alone(texts: list[str]) -> None:
+    words, searchable = _fields_tokens(texts)
+    assert words == [_words_by_the_rule(text) for text in texts]
+    assert searchable == [_words_by_the_rule(text) + _parts_by_the_rule(text) for text in texts]

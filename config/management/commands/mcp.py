@@ -1,14 +1,15 @@
 """`manage.py mcp pillbox|todos [--user NAME]`: serve one MCP server over stdio for a local agent.
 
 Run from the directory the agent works in: Pillbox finds the project's `.pillbox/pillbox.db` from there.
-Nothing but protocol goes to stdout; everything else goes to stderr.
+Nothing but protocol goes to stdout; everything else goes to stderr. `manage.py mcp SERVER [--user NAME]` never
+reaches this command: manage.py serves it before setting Django up (config/mcp/stdio.py); this one serves the
+registries' own tools when Django is already running (`django-admin mcp`, Django's options such as --settings).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -24,14 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="the local user (default: $PILLBOX_USER, else the login name)")
 
     def handle(self, *args: object, server: str, user: str | None, **options: object) -> None:
-        from accounts.services import user_get_or_create
-        from config.bootstrap import ensure_global_db
-        from config.mcp.stdio import serve_stdio
-        from config.mcp.tools import Caller
+        from config.mcp.stdio import local_caller, serve_registered
 
         username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()
         if not username:
             raise CommandError("no user: pass --user NAME or set PILLBOX_USER")
-        ensure_global_db()
-        caller = Caller(user=user_get_or_create(username=username), transport="stdio", workdir=Path.cwd())
-        serve_stdio(import_string(settings.MCP_SERVERS[server]), caller)
+        serve_registered(import_string(settings.MCP_SERVERS[server]), local_caller(username))
