@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
 MAX_LEN_DIFF = 2
+TYPO_SHARED_START = 2
+TYPO_PREFIX = 7  # bytes of a word its typo index files it under (SymSpell's prefix length)
 JW_THRESHOLD = 0.80
 MAX_EXPANSIONS = 5  # most similar indexed words per term (more only add noise: bench b 0.988 at 5, 0.958 at 24)
 SNIPPET_TOKENS = 24
@@ -126,36 +128,105 @@ def match_expression(terms: Iterable[str], expansions: Iterable[str] = ()) -> st
     return " OR ".join(parts)
 
 
+class TypoIndex:
+    """A deletion neighbourhood (SymSpell's) over a vocabulary: where the words near a term are, without a scan.
+
+    Every word is filed under the first ``TYPO_PREFIX`` bytes of its UTF-8 form and under each of that prefix
+    with one byte deleted; a term looks up its own prefix with up to two bytes deleted. A word shares a key
+    with a term when their prefixes are one substitution, insertion, deletion or swap of neighbours apart (and
+    some two-edit pairs), which is where every correction worth offering lies; Jaro-Winkler then scores those
+    few words as it scored the whole vocabulary before. Keys are the remaining bytes packed into an integer,
+    sorted, beside the word each came from: built with numpy in about a second for a million words.
+    """
+
+    def __init__(self, words: list[str]) -> None:
+        import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
+
+        encoded = [word.encode() for word in words]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        blob = np.frombuffer(b"".join(encoded) + bytes(TYPO_PREFIX), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        columns = np.arange(TYPO_PREFIX)
+        width = np.minimum(lengths, TYPO_PREFIX)
+        heads = np.where(columns < width[:, None], blob[starts[:, None] + columns], 0).astype(np.uint64)
+        ids = np.arange(len(words), dtype=np.int32)
+        keys, owners = [_packed(heads)], [ids]
+        for gone in range(TYPO_PREFIX):
+            kept = width > gone
+            keys.append(_packed(np.delete(heads[kept], gone, axis=1)))
+            owners.append(ids[kept])
+        all_keys = np.concatenate(keys)
+        order = np.argsort(all_keys, kind="stable")
+        self.keys = all_keys[order]
+        self.owners = np.concatenate(owners)[order]
+        self.words = words
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.owners.nbytes)
+
+    def candidates(self, term: str) -> list[str]:
+        """The words filed under the term's prefix with up to two bytes deleted, at most ``MAX_LEN_DIFF``
+        characters longer or shorter, by length and then alphabetically (the order ties are broken in)."""
+        import numpy as np
+
+        head = term.encode()[:TYPO_PREFIX]
+        variants = {head}
+        for _ in range(2):
+            variants |= {variant[:at] + variant[at + 1:] for variant in variants for at in range(len(variant))}
+        probes = np.array(sorted(_pack(variant) for variant in variants), dtype=np.uint64)
+        lows = np.searchsorted(self.keys, probes, side="left")
+        highs = np.searchsorted(self.keys, probes, side="right")
+        ids = {int(owner) for low, high in zip(lows, highs, strict=True) for owner in self.owners[low:high]}
+        near = [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
+        return sorted(near, key=lambda word: (len(word), word))
+
+
+def _pack(prefix: bytes) -> int:
+    """Up to ``TYPO_PREFIX`` bytes as one integer, first byte highest; absent bytes are zero (never in text)."""
+    return int.from_bytes(prefix.ljust(TYPO_PREFIX, b"\0"), "big")
+
+
+def _packed(heads: np.ndarray) -> np.ndarray:
+    """``_pack`` of every row of a byte matrix (rows of ``TYPO_PREFIX`` or fewer columns, zero-padded)."""
+    import numpy as np
+
+    shifts = np.arange(TYPO_PREFIX - 1, TYPO_PREFIX - 1 - heads.shape[1], -1, dtype=np.uint64) * np.uint64(8)
+    return np.bitwise_or.reduce(heads << shifts, axis=1) if heads.shape[1] else np.zeros(len(heads), np.uint64)
+
+
 @dataclass
 class Vocabulary:
     words: list[str]  # sorted
-    by_length: dict[int, list[str]] = field(default_factory=dict)
+    _typos: TypoIndex | None = None
 
     @classmethod
     def of(cls, words: list[str]) -> Vocabulary:
         words.sort()
-        by_length: dict[int, list[str]] = {}
-        for word in words:
-            by_length.setdefault(len(word), []).append(word)
-        return cls(words=words, by_length=by_length)
+        return cls(words=words)
 
     def has_prefix(self, term: str) -> bool:
         at = bisect.bisect_left(self.words, term)
         return at < len(self.words) and self.words[at].startswith(term)
 
     def near(self, term: str) -> list[str]:
-        """Indexed words within Jaro-Winkler 0.80 of ``term`` and at most 2 characters longer or shorter."""
-        candidates: list[str] = []
-        for length in range(max(1, len(term) - MAX_LEN_DIFF), len(term) + MAX_LEN_DIFF + 1):
-            candidates.extend(self.by_length.get(length, ()))
-        found = process.extract(
-            term, candidates, scorer=JaroWinkler.similarity, score_cutoff=JW_THRESHOLD, limit=MAX_EXPANSIONS + 1
-        )
+        """Indexed words within Jaro-Winkler 0.80 of ``term`` and at most 2 characters longer or shorter, among
+        those its typo index files beside it."""
+        if self._typos is None:
+            # Built on the first typo: most vocabularies serve strict searches only.
+            self._typos = TypoIndex(self.words)
+        # Jaro-Winkler favours a shared start: the words beginning as the term does are candidates too.
+        start = term[:TYPO_SHARED_START]
+        shared = self.words[bisect.bisect_left(self.words, start):bisect.bisect_left(self.words, start + "\U0010ffff")]
+        candidates = set(self._typos.candidates(term))
+        candidates.update(word for word in shared if abs(len(word) - len(term)) <= MAX_LEN_DIFF)
+        found = process.extract(term, sorted(candidates, key=lambda word: (len(word), word)), scorer=JaroWinkler.similarity,
+                                score_cutoff=JW_THRESHOLD, limit=MAX_EXPANSIONS + 1)
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
 VOCABULARY_CACHE_ENTRIES = 256
-VOCABULARY_CACHE_BYTES = 128 * 1024 * 1024
+VOCABULARY_CACHE_BYTES = 256 * 1024 * 1024
 # Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
 # One process serves many bottles and users: without a bound, every scope ever searched would keep its vocabulary
 # (and vectors) in memory for the life of the server.
@@ -163,8 +234,9 @@ _vocabularies: BoundedLru[Any, Any] = BoundedLru(max_items=VOCABULARY_CACHE_ENTR
 
 
 def _vocabulary_bytes(words: Vocabulary) -> int:
-    # Each word is a str object referenced from two lists (sorted, and by length).
-    return sum(sys.getsizeof(word) + 16 for word in words.words) + 64
+    # Each word is a str object referenced from the sorted list, plus its typo index (built on the first typo:
+    # counted from the start) of up to TYPO_PREFIX + 1 keys of 12 bytes.
+    return sum(sys.getsizeof(word) + 8 + 12 * (min(len(word), TYPO_PREFIX) + 1) for word in words.words) + 64
 
 
 def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
