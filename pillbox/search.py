@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
 MAX_LEN_DIFF = 2
+RANK_ALL_UP_TO = 2000  # rows matching some term that bm25 ranks all of (see _lexical)
+SPELLED_OUT = 32  # the most indexed words a prefix term is counted through (see _count)
 TYPO_SHARED_START = 2
 TYPO_PREFIX = 7  # bytes of a word its typo index files it under (SymSpell's prefix length)
 JW_THRESHOLD = 0.80
@@ -123,7 +125,12 @@ def meaningful(terms: list[str]) -> list[str]:
     return kept or terms
 
 
-def match_expression(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
+def match_expression(terms: Iterable[str], expansions: Iterable[str] = (), *,
+                     every: dict[str, list[str]] | None = None) -> str:
+    """FTS5's OR query; with ``every``, the query for rows matching every term (typed, or one of its
+    expansions in ``every``)."""
+    if every is not None:
+        return " AND ".join("(" + match_expression([term], every.get(term, ())) + ")" for term in terms)
     parts = [f'"{term}"*' for term in terms] + [f'"{word}"' for word in expansions]
     return " OR ".join(parts)
 
@@ -167,7 +174,7 @@ class TypoIndex:
 
     def candidates(self, term: str) -> list[str]:
         """The words filed under the term's prefix with up to two bytes deleted, at most ``MAX_LEN_DIFF``
-        characters longer or shorter, by length and then alphabetically (the order ties are broken in)."""
+        characters longer or shorter."""
         import numpy as np
 
         head = term.encode()[:TYPO_PREFIX]
@@ -178,8 +185,7 @@ class TypoIndex:
         lows = np.searchsorted(self.keys, probes, side="left")
         highs = np.searchsorted(self.keys, probes, side="right")
         ids = {int(owner) for low, high in zip(lows, highs, strict=True) for owner in self.owners[low:high]}
-        near = [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
-        return sorted(near, key=lambda word: (len(word), word))
+        return [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
 
 
 def _pack(prefix: bytes) -> int:
@@ -198,16 +204,27 @@ def _packed(heads: np.ndarray) -> np.ndarray:
 @dataclass
 class Vocabulary:
     words: list[str]  # sorted
+    # The index's own terms (FTS5's vocabulary of a file the caller sees whole): a prefix term matches exactly
+    # the rows holding one of the words it begins.
+    exact: bool = False
     _typos: TypoIndex | None = None
 
     @classmethod
-    def of(cls, words: list[str]) -> Vocabulary:
+    def of(cls, words: list[str], *, exact: bool = False) -> Vocabulary:
         words.sort()
-        return cls(words=words)
+        return cls(words=words, exact=exact)
 
     def has_prefix(self, term: str) -> bool:
         at = bisect.bisect_left(self.words, term)
         return at < len(self.words) and self.words[at].startswith(term)
+
+    def with_prefix(self, term: str, most: int) -> list[str] | None:
+        """The words beginning with ``term``, or None when there are more than ``most``."""
+        at = bisect.bisect_left(self.words, term)
+        end = bisect.bisect_left(self.words, term + "\U0010ffff", at, min(at + most + 1, len(self.words)))
+        if end == at + most + 1 or (end < len(self.words) and self.words[end].startswith(term)):
+            return None
+        return self.words[at:end]
 
     def near(self, term: str) -> list[str]:
         """Indexed words within Jaro-Winkler 0.80 of ``term`` and at most 2 characters longer or shorter, among
@@ -220,8 +237,10 @@ class Vocabulary:
         shared = self.words[bisect.bisect_left(self.words, start):bisect.bisect_left(self.words, start + "\U0010ffff")]
         candidates = set(self._typos.candidates(term))
         candidates.update(word for word in shared if abs(len(word) - len(term)) <= MAX_LEN_DIFF)
-        found = process.extract(term, sorted(candidates, key=lambda word: (len(word), word)), scorer=JaroWinkler.similarity,
-                                score_cutoff=JW_THRESHOLD, limit=MAX_EXPANSIONS + 1)
+        # Ties keep the order of a scan by length, then alphabetically.
+        ordered = sorted(candidates, key=lambda word: (len(word), word))
+        found = process.extract(term, ordered, scorer=JaroWinkler.similarity, score_cutoff=JW_THRESHOLD,
+                                limit=MAX_EXPANSIONS + 1)
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
@@ -257,7 +276,7 @@ def _index_vocabulary(alias: str, fts_table: str) -> Vocabulary:
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab USING fts5vocab(main, {fts_table}, row)"
         )
         cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
-        words = Vocabulary.of([row[0] for row in cursor.fetchall()])
+        words = Vocabulary.of([row[0] for row in cursor.fetchall()], exact=True)
     _vocabularies.put((alias, fts_table), (raw, version, words), _vocabulary_bytes(words))
     return words
 
@@ -454,9 +473,13 @@ def _everything_reachable(cursor, target: Target) -> bool:
     return not cursor.fetchone()[0]
 
 
-def _tsquery(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
-    """PostgreSQL's form of the OR query: typed terms as prefixes, expansions as words (terms are letters and
-    digits only, so nothing here is syntax an agent typed)."""
+def _tsquery(terms: Iterable[str], expansions: Iterable[str] = (), *,
+             every: dict[str, list[str]] | None = None) -> str:
+    """PostgreSQL's form of the OR query (or, with ``every``, of the query for every term): typed terms as
+    prefixes, expansions as words (terms are letters and digits only, so nothing here is syntax an agent
+    typed)."""
+    if every is not None:
+        return " & ".join("(" + _tsquery([term], every.get(term, ())) + ")" for term in terms)
     return " | ".join([f"{term}:*" for term in terms] + list(expansions))
 
 
@@ -465,9 +488,9 @@ PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEI
 
 
 def _from(cursor, target: Target, terms: list[str], words: list[str],
-          compound: str | None) -> tuple[str, list[object], str, str]:
-    """FROM and WHERE of the caller's rows matching the terms (or their expansions), their parameters, the row
-    key column, and a relevance expression where lower is better."""
+          compound: str | None, *, every: dict[str, list[str]] | None = None) -> tuple[str, list[object], str, str]:
+    """FROM and WHERE of the caller's rows matching the terms (or their expansions; with ``every``, all the
+    terms), their parameters, the row key column, and a relevance expression where lower is better."""
     joins, where, params = target.scope_sql()
     if compound is not None:
         where += " AND m.compound = %s"
@@ -475,9 +498,10 @@ def _from(cursor, target: Target, terms: list[str], words: list[str],
     if target.on_postgres:
         body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
                 f"WHERE m.search_vector @@ q AND {where}")
-        return body, [_tsquery(terms, words), *params], "m.seq", f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)"
+        return (body, [_tsquery(terms, words, every=every), *params], "m.seq",
+                f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)")
     fts = target.fts
-    expression = match_expression(terms, words)
+    expression = match_expression(terms, words, every=every)
     score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)})"
     if compound is None and _everything_reachable(cursor, target):
         # Only the index: no join per matching row, and the count is the index's own.
@@ -486,10 +510,13 @@ def _from(cursor, target: Target, terms: list[str], words: list[str],
     return body, [expression, *params], "m.seq", score
 
 
-def _any_match(target: Target, terms: list[str], compound: str | None) -> bool:
+def _any_match(target: Target, terms: list[str], compound: str | None, vocabulary: Vocabulary) -> bool:
     """Whether the strict pass (the typed terms alone) finds anything in this database."""
+    prefixes, spelled = _spelled_out(terms, vocabulary)
+    if not prefixes and not spelled:
+        return False
     with connections[target.alias].cursor() as cursor:
-        body, params, _, _ = _from(cursor, target, terms, [], compound)
+        body, params, _, _ = _from(cursor, target, prefixes, spelled, compound)
         cursor.execute(f"SELECT 1 {body} LIMIT 1", params)
         return cursor.fetchone() is not None
 
@@ -504,21 +531,29 @@ class _Candidate:
 
 
 def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
-             limit: int) -> tuple[list[_Candidate], int, dict[int, tuple]]:
-    """The strict (or, with expansions, widened) pass over one database: candidates with their coverage."""
+             limit: int, vocabulary: Vocabulary) -> tuple[list[_Candidate], int, dict[int, tuple]]:
+    """The strict (or, with expansions, widened) pass over one database: candidates with their coverage.
+
+    When many rows match some term, the rows matching every term (which rank first: coverage) are looked at
+    first, and when they fill the page they are the candidates: bm25 is then computed over them, not over
+    every row matching any term (a few hundred against tens of thousands at a million pills). Otherwise the
+    candidates are the best ``CANDIDATES`` rows by bm25 among all matches.
+    """
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
     with connections[target.alias].cursor() as cursor:
-        body, params, key, relevance = _from(cursor, target, terms, words, compound)
-        cursor.execute(
-            f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
-            [*params, wanted],
-        )
-        candidates = cursor.fetchall()
-        total = len(candidates)
-        if total >= wanted:
-            cursor.execute(f"SELECT COUNT(*) {body}", params)
-            total = cursor.fetchone()[0]
+        total = _count(cursor, target, terms, words, compound, vocabulary)
+        candidates: list[tuple[int, float]] = []
+        if total > RANK_ALL_UP_TO and len(terms) > 1:
+            body, params, key, relevance = _from(cursor, target, terms, words, compound, every=expansions)
+            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+                           [*params, wanted])
+            candidates = cursor.fetchall()
+        if total and len(candidates) < limit:
+            body, params, key, relevance = _from(cursor, target, terms, words, compound)
+            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+                           [*params, wanted])
+            candidates = cursor.fetchall()
     if not candidates:
         return [], total, {}
     rows = _rows(target, [seq for seq, _ in candidates])
@@ -533,6 +568,33 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
         closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
         out.append(_Candidate(seq, covered, closeness, expanded))
     return out, total, rows
+
+
+def _count(cursor, target: Target, terms: list[str], words: list[str], compound: str | None,
+           vocabulary: Vocabulary) -> int:
+    """How many rows match any term (or expansion)."""
+    prefixes, spelled = _spelled_out(terms, vocabulary)
+    if not prefixes and not spelled and not words:
+        return 0
+    body, params, _, _ = _from(cursor, target, prefixes, sorted({*spelled, *words}), compound)
+    cursor.execute(f"SELECT COUNT(*) {body}", params)
+    return cursor.fetchone()[0]
+
+
+def _spelled_out(terms: list[str], vocabulary: Vocabulary) -> tuple[list[str], list[str]]:
+    """The prefix terms to keep, and the indexed words standing for the others: a prefix term is spelled out as
+    the words it covers when they are few. The same rows, read from those words' own lists instead of a merge
+    of every list under the prefix (what makes FTS5's prefix queries grow with the index); not for ranking,
+    where bm25 would weigh each word apart."""
+    prefixes: list[str] = []
+    spelled: list[str] = []
+    for term in terms:
+        covered = vocabulary.with_prefix(term, SPELLED_OUT) if vocabulary.exact else None
+        if covered is None:
+            prefixes.append(term)
+        else:
+            spelled.extend(covered)
+    return prefixes, spelled
 
 
 def _rows(target: Target, seqs: list[int]) -> dict[int, tuple]:
@@ -657,12 +719,15 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple]
     if missing:
         rows = {**rows, **_rows(target, missing)}
     scored = []
+    bottles: dict[object, uuid.UUID | None] = {}  # the candidates come from a few bottles: one UUID each
     for candidate in candidates:
         row = rows.get(candidate.seq)
         if row is None:
             continue
         score = _fused(candidate, terms, meaning=meaning)
-        bottle = as_uuid(row[5]) if row[5] else None
+        if row[5] not in bottles:
+            bottles[row[5]] = as_uuid(row[5]) if row[5] else None
+        bottle = bottles[row[5]]
         if bottle is not None and bottle in boosted:
             score += CURRENT_BOTTLE_BOOST
         scored.append((score, candidate, row, bottle))
@@ -762,16 +827,17 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     for target, words in zip(targets, vocabularies, strict=True):
         expansions = _expansions(words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
-        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)))
+        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)))
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and (
         not any(total for _, _, total, _ in passes)
-        or (partly_widened and not any(_any_match(target, terms, compound) for target in targets))
+        or (partly_widened and not any(_any_match(target, terms, compound, words)
+                                       for target, words in zip(targets, vocabularies, strict=True)))
     ):
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []
         for target, words in zip(targets, vocabularies, strict=True):
             expansions = _expansions(words, terms, True, known)
-            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)) if expansions
+            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)) if expansions
                           else ({}, [], 0, {}))
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
