@@ -4,7 +4,8 @@ The query is folded the way the FTS5 tokenizer folds text (lowercase, accents re
 that is not a letter or digit) so that terms can be checked against the index's own vocabulary. Every
 term becomes a quoted prefix term joined with OR, so nothing an agent types is ever FTS syntax.
 
-Ranking: FTS5 MATCH ranked by bm25 (column weights below) picks the best ``CANDIDATES`` rows; those are
+Ranking: FTS5 MATCH ranked by bm25 (column weights below) picks the best ``CANDIDATES`` rows (among the rows
+matching every term first when more than ``RANK_ALL_UP_TO`` match some: see ``_lexical``); those are
 re-ranked by coverage first (how many distinct query terms the row matches; a term matched only through a
 typo expansion counts ``FUZZY_COVERAGE``), then by bm25, then newest first. With OR-joined terms, bm25
 alone lets one rare word outweigh a row that has every word typed; coverage puts the rows that match
@@ -15,10 +16,11 @@ question) are left out of the terms, unless the query has nothing else.
 
 Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
 ``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
-2). Beyond the seed, a term that no searched database knows (the union of their vocabularies, so a word in
-one bottle is never a typo for another) is expanded even when other terms matched, so one misspelled word is
-not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a
-returned row contains an expansion word.
+2) among the words a deletion neighbourhood of the vocabulary files beside it (``TypoIndex``: the
+corrections worth offering, without scoring every indexed word). Beyond the seed, a term that no searched
+database knows (the union of their vocabularies, so a word in one bottle is never a typo for another) is
+expanded even when other terms matched, so one misspelled word is not silently dropped. Each term takes its
+``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a returned row contains an expansion word.
 
 Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
 the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
+from django.db.backends.utils import CursorWrapper
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
@@ -55,7 +58,7 @@ MAX_LEN_DIFF = 2
 RANK_ALL_UP_TO = 2000  # rows matching some term that bm25 ranks all of (see _lexical)
 SPELLED_OUT = 32  # the most indexed words a prefix term is counted through (see _count)
 TYPO_SHARED_START = 2
-TYPO_PREFIX = 7  # bytes of a word its typo index files it under (SymSpell's prefix length)
+TYPO_PREFIX = 7  # characters of a word its typo index files it under (SymSpell's prefix length)
 JW_THRESHOLD = 0.80
 MAX_EXPANSIONS = 5  # most similar indexed words per term (more only add noise: bench b 0.988 at 5, 0.958 at 24)
 SNIPPET_TOKENS = 24
@@ -138,30 +141,33 @@ def match_expression(terms: Iterable[str], expansions: Iterable[str] = (), *,
 class TypoIndex:
     """A deletion neighbourhood (SymSpell's) over a vocabulary: where the words near a term are, without a scan.
 
-    Every word is filed under the first ``TYPO_PREFIX`` bytes of its UTF-8 form and under each of that prefix
-    with one byte deleted; a term looks up its own prefix with up to two bytes deleted. A word shares a key
-    with a term when their prefixes are one substitution, insertion, deletion or swap of neighbours apart (and
-    some two-edit pairs), which is where every correction worth offering lies; Jaro-Winkler then scores those
-    few words as it scored the whole vocabulary before. Keys are the remaining bytes packed into an integer,
-    sorted, beside the word each came from: built with numpy in about a second for a million words.
+    Every word is filed under its first ``TYPO_PREFIX`` characters and under each of them with one character
+    deleted; a term looks up its own first characters with up to two deleted. A word shares a key with a term
+    when their beginnings are one substitution, insertion, deletion or swap of neighbours apart (and some
+    two-edit pairs); Jaro-Winkler then scores those few words (and the words sharing the term's first
+    letters, which it favours) instead of the whole vocabulary. A key is a hash of the characters (collisions
+    only add a candidate for Jaro-Winkler to turn down), sorted beside the word it came from: built with numpy,
+    once per vocabulary (a few seconds and 90 MB for a million words), on its first typo.
     """
 
     def __init__(self, words: list[str]) -> None:
         import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
 
-        encoded = [word.encode() for word in words]
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        blob = np.frombuffer(b"".join(encoded) + bytes(TYPO_PREFIX), dtype=np.uint8)
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        # One code point per character; zero (never in an indexed word) pads the short ones.
+        points = np.frombuffer(("".join(words) + "\0" * TYPO_PREFIX).encode("utf-32-le"), dtype=np.uint32)
         starts = np.cumsum(lengths) - lengths
         columns = np.arange(TYPO_PREFIX)
         width = np.minimum(lengths, TYPO_PREFIX)
-        heads = np.where(columns < width[:, None], blob[starts[:, None] + columns], 0).astype(np.uint64)
+        heads = np.where(columns < width[:, None], points[starts[:, None] + columns], 0).astype(np.uint64)
         ids = np.arange(len(words), dtype=np.int32)
         keys, owners = [_packed(heads)], [ids]
         for gone in range(TYPO_PREFIX):
-            kept = width > gone
-            keys.append(_packed(np.delete(heads[kept], gone, axis=1)))
-            owners.append(ids[kept])
+            kept = heads[width > gone]
+            shortened = np.zeros_like(kept)
+            shortened[:, :-1] = np.delete(kept, gone, axis=1)
+            keys.append(_packed(shortened))
+            owners.append(ids[width > gone])
         all_keys = np.concatenate(keys)
         order = np.argsort(all_keys, kind="stable")
         self.keys = all_keys[order]
@@ -173,12 +179,11 @@ class TypoIndex:
         return int(self.keys.nbytes + self.owners.nbytes)
 
     def candidates(self, term: str) -> list[str]:
-        """The words filed under the term's prefix with up to two bytes deleted, at most ``MAX_LEN_DIFF``
+        """The words filed under the term's first characters with up to two deleted, at most ``MAX_LEN_DIFF``
         characters longer or shorter."""
         import numpy as np
 
-        head = term.encode()[:TYPO_PREFIX]
-        variants = {head}
+        variants = {term[:TYPO_PREFIX]}
         for _ in range(2):
             variants |= {variant[:at] + variant[at + 1:] for variant in variants for at in range(len(variant))}
         probes = np.array(sorted(_pack(variant) for variant in variants), dtype=np.uint64)
@@ -188,17 +193,25 @@ class TypoIndex:
         return [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
 
 
-def _pack(prefix: bytes) -> int:
-    """Up to ``TYPO_PREFIX`` bytes as one integer, first byte highest; absent bytes are zero (never in text)."""
-    return int.from_bytes(prefix.ljust(TYPO_PREFIX, b"\0"), "big")
+TYPO_KEY_BASE = 1_000_003  # odd: multiplying by it modulo 2**64 loses nothing of the characters before
+
+
+def _pack(prefix: str) -> int:
+    """The key of up to ``TYPO_PREFIX`` characters (``_packed`` of one row, in Python)."""
+    key = 0
+    for char in prefix.ljust(TYPO_PREFIX, "\0"):
+        key = (key * TYPO_KEY_BASE + ord(char)) & 0xFFFF_FFFF_FFFF_FFFF
+    return key
 
 
 def _packed(heads: np.ndarray) -> np.ndarray:
-    """``_pack`` of every row of a byte matrix (rows of ``TYPO_PREFIX`` or fewer columns, zero-padded)."""
+    """The key of every row of a code point matrix (``TYPO_PREFIX`` columns, zero-padded), modulo 2**64."""
     import numpy as np
 
-    shifts = np.arange(TYPO_PREFIX - 1, TYPO_PREFIX - 1 - heads.shape[1], -1, dtype=np.uint64) * np.uint64(8)
-    return np.bitwise_or.reduce(heads << shifts, axis=1) if heads.shape[1] else np.zeros(len(heads), np.uint64)
+    keys = np.zeros(len(heads), dtype=np.uint64)
+    for column in heads.T:
+        keys = keys * np.uint64(TYPO_KEY_BASE) + column
+    return keys
 
 
 @dataclass
@@ -570,7 +583,7 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
     return out, total, rows
 
 
-def _count(cursor, target: Target, terms: list[str], words: list[str], compound: str | None,
+def _count(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str], compound: str | None,
            vocabulary: Vocabulary) -> int:
     """How many rows match any term (or expansion)."""
     prefixes, spelled = _spelled_out(terms, vocabulary)
@@ -578,7 +591,7 @@ def _count(cursor, target: Target, terms: list[str], words: list[str], compound:
         return 0
     body, params, _, _ = _from(cursor, target, prefixes, sorted({*spelled, *words}), compound)
     cursor.execute(f"SELECT COUNT(*) {body}", params)
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
 def _spelled_out(terms: list[str], vocabulary: Vocabulary) -> tuple[list[str], list[str]]:
