@@ -18,12 +18,15 @@
     minutes and a search's cost does not depend on the vectors' values). The tool function and the engine
     (``pillbox.search.search``) are timed with meaning on and off, against the bare
     ``SELECT rowid FROM pillbox_pill_fts WHERE pillbox_pill_fts MATCH ? ORDER BY rank LIMIT 20`` with the
-    same OR-prefix terms, on the same file through Python's ``sqlite3``.
+    same OR-prefix terms, on the same file through Python's ``sqlite3``. Above ``VECTORS_UP_TO`` pills the
+    part is words only. With --keep DIR the databases stay in DIR/latency and a later run reuses them (a
+    million pills take about 20 minutes to insert).
 
 --quick is the CI guard (about a minute on an idle machine): repeat 1, the n and p queries and 60 others, a
 200-pill subset holding their targets; 20,000 pills for latency, 80 of the queries there. Exits 1 when, with
-meaning, kind n MRR@10 < 0.60, kind p < 0.06 or overall < 0.44, or when the engine's strict median is worse
-than 4x the bare query's.
+meaning, kind n MRR@10 < 0.60, kind p < 0.06 or overall < 0.44, or when the engine's median (words only) is
+over twice P2's goal against the bare query's: strict over 4x, typo (kind b) over 6x (P2 itself is on the tool
+function, which adds the caller's reach: reported, not guarded).
 
 The databases live in a temporary PILLBOX_HOME and project directories that are removed at the end.
 """
@@ -52,7 +55,10 @@ DEFAULT_DATA = DATA / "pills_recall_s1.json"
 
 # Goals from the benchmark issue, and the --quick guard.
 QUICK_MIN_MRR = 0.44
-QUICK_MAX_BARE_RATIO = 4.0
+GOAL_STRICT_RATIO = 2.0  # the tool's strict p50 against the bare query's, words only (--quick fails at twice)
+GOAL_TYPO_RATIO = 3.0
+GOAL_GROWTH = 3.0  # strict p50 at the largest size against the first
+GOAL_TYPO_MS = 50.0  # typo and fuzzy: true p50 at the largest size
 QUICK_SIZE = 20000
 QUICK_LATENCY_QUERIES = 60
 QUICK_ITEMS = 200
@@ -63,6 +69,9 @@ GOAL_MEANING_RATIO = 3.0
 GOAL_STORE_MS = 100.0
 GOAL_QUERY_MS = 10.0
 GOAL_BACKFILL = 50.0
+# Above this size the latency part is words only: a million vectors are 1.5 GB of float32, past the vector
+# cache's bound, and the speed goals there are for words.
+VECTORS_UP_TO = 200_000
 QUICK_MIN_N = 0.60
 QUICK_MIN_P = 0.06
 # Queries that mean nothing for a memory of a web framework's history: with meaning on they must still
@@ -90,16 +99,21 @@ class Project:
 
         self.tools = TOOLSET.by_name
         self.workdir = root / name
-        self.workdir.mkdir(parents=True)
+        self.db_path = self.workdir / ".pillbox" / "pillbox.db"
+        # A bottle kept by an earlier run (--keep) is linked, not made again.
+        self.reused = self.db_path.exists()
+        self.workdir.mkdir(parents=True, exist_ok=self.reused)
         # One user per project, so that pill_search (which covers every registered bottle) sees only this one.
         user = user_get_or_create(username=f"bench-{name}")
         self.caller = Caller(user=user, transport="stdio", workdir=self.workdir)
+        if self.reused:
+            self.call("bottle_vinculate", {})
+            return
         bottle = self.call("bottle_create", {"name": name, "display_name": name, "scope": "local"})
         self.bottle_id = self._first_id(bottle)
         opened = self.call("prescription_open", {"bottle_id": self.bottle_id, "title": "bench",
                                                  "author_name": "Bench", "author_email": "bench@example.org"})
         self.prescription_id = self._first_id(opened)
-        self.db_path = self.workdir / ".pillbox" / "pillbox.db"
 
     @staticmethod
     def _first_id(text: str) -> str:
@@ -375,9 +389,14 @@ def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries
                source_alias: str, mapping: dict[str, str]) -> dict[str, Any]:
     project = Project(root, f"n{size}")
     embeddings(False)
-    build_s = bulk_fill(project, replicated(items, size))
-    vectors = copy_vectors(source_alias, project, items, mapping)
+    meaning = size <= VECTORS_UP_TO
+    build_s = None
+    if not project.reused:
+        build_s = bulk_fill(project, replicated(items, size))
+        if meaning:
+            copy_vectors(source_alias, project, items, mapping)
     conn = sqlite3.connect(str(project.db_path))
+    vectors = conn.execute("SELECT COUNT(*) FROM pillbox_pill_vector").fetchone()[0]
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.v USING fts5vocab(main, pillbox_pill_fts, row)")
     n_terms = conn.execute("SELECT COUNT(*) FROM temp.v").fetchone()[0]
 
@@ -394,17 +413,17 @@ def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries
                for alias, bottles in selectors.narrowed_dbs(reach, None).items()]
 
     groups = {
-        "strict (a, c, d, e)": ([q for q in queries if q["kind"] in "acde"], False),
-        "typo (b)": ([q for q in queries if q["kind"] == "b"], False),
+        STRICT: ([q for q in queries if q["kind"] in "acde"], False),
+        TYPO: ([q for q in queries if q["kind"] == "b"], False),
         "questions, paraphrases (n, p)": ([q for q in queries if q["kind"] in "np"], False),
-        "fuzzy: true (all)": (queries, True),
+        FUZZY: (queries, True),
     }
     rows = {}
     for label, (qs, fuzzy) in groups.items():
         if not qs:
             continue
         row: dict[str, Any] = {"n": len(qs)}
-        for on in (True, False):
+        for on in (True, False) if meaning else (False,):
             embeddings(on)
             mode = "on" if on else "off"
             _, ours = timed_runs(
@@ -421,9 +440,40 @@ def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries
     return {"size": size, "build_s": build_s, "vocab": n_terms, "vectors": vectors, "rows": rows}
 
 
+def cell(row: dict[str, Any], key: str) -> str:
+    """A latency cell; '-' for meaning at a size measured with words only."""
+    return f"{row[key]:.3f}" if key in row else "-"
+
+
+STRICT, TYPO, FUZZY = "strict (a, c, d, e)", "typo (b)", "fuzzy: true (all)"
+
+
+def bare_ratio(result: dict[str, Any], label: str, who: str) -> float:
+    """The p50 of the tool function (``ours``) or of the engine (``engine``), words only, against the bare
+    query's in the same run."""
+    row = result["rows"][label]
+    return float(row[f"{who}_off_p50"]) / float(row["bare_p50"])
+
+
+def growth_goals(latencies: list[dict[str, Any]]) -> dict[str, bool]:
+    """From the first size to the last: the strict p50's growth, and the typo and fuzzy p50 at the last."""
+    if len(latencies) < 2:
+        return {}
+    first, last = latencies[0], latencies[-1]
+    growth = last["rows"][STRICT]["ours_off_p50"] / first["rows"][STRICT]["ours_off_p50"]
+    typo, fuzzy = last["rows"][TYPO]["ours_off_p50"], last["rows"][FUZZY]["ours_off_p50"]
+    span = f"{first['size']:,} to {last['size']:,}"
+    return {
+        f"tool strict p50 grows <= {GOAL_GROWTH:.0f}x from {span} ({growth:.2f}x)": growth <= GOAL_GROWTH,
+        f"tool typo p50 <= {GOAL_TYPO_MS:.0f} ms at {last['size']:,} ({typo:.1f} ms)": typo <= GOAL_TYPO_MS,
+        f"tool fuzzy p50 <= {GOAL_TYPO_MS:.0f} ms at {last['size']:,} ({fuzzy:.1f} ms)": fuzzy <= GOAL_TYPO_MS,
+    }
+
+
 def print_latency(result: dict[str, Any]) -> None:
-    print(f"\n#### {result['size']:,} pills ({result['vocab']:,} indexed words, {result['vectors']:,} vectors; bulk "
-          f"insert {result['build_s']:.1f} s)\n")
+    built = "kept from an earlier run" if result["build_s"] is None else f"bulk insert {result['build_s']:.1f} s"
+    print(f"\n#### {result['size']:,} pills ({result['vocab']:,} indexed words, {result['vectors']:,} vectors; "
+          f"{built})\n")
     hdr = ["queries", "n", "p50 ms tool, meaning", "p50 ms tool, words", "p50 tool meaning/words",
            "p50 ms search(), meaning", "p50 ms search(), words", "p50 ms bare", "p50 search() words/bare",
            "p95 ms tool, meaning", "p95 ms tool, words"]
@@ -431,10 +481,10 @@ def print_latency(result: dict[str, Any]) -> None:
     print("|" + "|".join(["---"] * len(hdr)) + "|")
     for label, r in result["rows"].items():
         print("| " + " | ".join([
-            label, str(r["n"]), f"{r['ours_on_p50']:.3f}", f"{r['ours_off_p50']:.3f}",
-            ratio(r["ours_on_p50"], r["ours_off_p50"]), f"{r['engine_on_p50']:.3f}", f"{r['engine_off_p50']:.3f}",
-            f"{r['bare_p50']:.3f}", ratio(r["engine_off_p50"], r["bare_p50"]),
-            f"{r['ours_on_p95']:.3f}", f"{r['ours_off_p95']:.3f}",
+            label, str(r["n"]), cell(r, "ours_on_p50"), cell(r, "ours_off_p50"),
+            ratio(r["ours_on_p50"], r["ours_off_p50"]) if "ours_on_p50" in r else "-",
+            cell(r, "engine_on_p50"), cell(r, "engine_off_p50"), cell(r, "bare_p50"),
+            ratio(r["engine_off_p50"], r["bare_p50"]), cell(r, "ours_on_p95"), cell(r, "ours_off_p95"),
         ]) + " |")
 
 
@@ -446,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="pills dataset JSON")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per query (median taken)")
     ap.add_argument("--sizes", default="20000", help="comma-separated pill counts for the latency part")
-    ap.add_argument("--keep", type=Path, help="write the quality result files into this directory")
+    ap.add_argument("--keep", type=Path, help="write the quality result files into this directory, and keep the "
+                    "latency databases there (a later run with the same directory reuses them)")
     ap.add_argument("--quick", action="store_true", help=f"repeat 1, {QUICK_SIZE:,} pills; exit 1 below the guard")
     a = ap.parse_args(argv)
     repeat = 1 if a.quick else max(1, a.repeat)
@@ -512,15 +563,17 @@ def main(argv: list[str] | None = None) -> int:
         lat_queries = queries[-QUICK_LATENCY_QUERIES:] + queries[:20] if a.quick else queries
         latencies = []
         for size in sizes:
-            latencies.append(latency_at(tmp / "projects", ref, items, lat_queries, size, repeat,
+            latencies.append(latency_at(a.keep / "latency" if a.keep else tmp / "projects", ref, items,
+                                        lat_queries, size, repeat,
                                         source_alias=project.alias(), mapping=mapping))
             print_latency(latencies[-1])
     finally:
         semantic.wait_for_backfills(5)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    strict = latencies[0]["rows"]["strict (a, c, d, e)"] if latencies else None
-    strict_ratio = strict["engine_off_p50"] / strict["bare_p50"] if strict else float("nan")
+    strict_ratio, typo_ratio, engine_strict, engine_typo = (
+        bare_ratio(latencies[0], label, who) for who in ("ours", "engine") for label in (STRICT, TYPO)
+    ) if latencies else (float("nan"),) * 4
     every = [r for r in latencies[0]["rows"].values()] if latencies else []
     meaning_ratio = max((r["ours_on_p50"] / r["ours_off_p50"] for r in every), default=float("nan"))
     kinds = [k for k in with_meaning if k not in ("all", "n", "p")]
@@ -532,6 +585,11 @@ def main(argv: list[str] | None = None) -> int:
             with_meaning[k]["mrr@10"] >= words[k]["mrr@10"] - 0.01 for k in kinds),
         f"tool p50 with meaning <= {GOAL_MEANING_RATIO:.0f}x words only at {sizes[0]:,}":
             meaning_ratio <= GOAL_MEANING_RATIO,
+        f"tool strict p50 <= {GOAL_STRICT_RATIO:.0f}x bare at {sizes[0]:,} ({strict_ratio:.2f}x)":
+            strict_ratio <= GOAL_STRICT_RATIO,
+        f"tool typo p50 <= {GOAL_TYPO_RATIO:.0f}x bare at {sizes[0]:,} ({typo_ratio:.2f}x)":
+            typo_ratio <= GOAL_TYPO_RATIO,
+        **growth_goals(latencies),
         f"pill_store p50 <= {GOAL_STORE_MS:.0f} ms with embeddings": stores["on"] <= GOAL_STORE_MS,
         f"query embedding p50 <= {GOAL_QUERY_MS:.0f} ms": query_ms <= GOAL_QUERY_MS,
         f"backfill >= {GOAL_BACKFILL:.0f} pills/s": filled / backfill_s >= GOAL_BACKFILL,
@@ -548,9 +606,13 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"kind n MRR@10 {with_meaning['n']['mrr@10']:.3f} < {QUICK_MIN_N}")
         if with_meaning.get("p", {"mrr@10": 0})["mrr@10"] < QUICK_MIN_P:
             failures.append(f"kind p MRR@10 {with_meaning['p']['mrr@10']:.3f} < {QUICK_MIN_P}")
-        if strict_ratio > QUICK_MAX_BARE_RATIO:
-            failures.append(f"search() strict p50 is {strict_ratio:.2f}x the bare query's "
-                            f"(> {QUICK_MAX_BARE_RATIO:.0f}x)")
+        # The guard holds the engine (pillbox.search.search) to twice P2's goals: the tool function adds the
+        # caller's reach (pillbox.access.reach_for), still about 1 ms, which alone is past them at 20,000 pills.
+        if engine_strict > 2 * GOAL_STRICT_RATIO:
+            failures.append(f"search() strict p50 is {engine_strict:.2f}x the bare query's "
+                            f"(> {2 * GOAL_STRICT_RATIO:.0f}x)")
+        if engine_typo > 2 * GOAL_TYPO_RATIO:
+            failures.append(f"search() typo p50 is {engine_typo:.2f}x the bare query's (> {2 * GOAL_TYPO_RATIO:.0f}x)")
         if failures:
             print("QUICK CHECK FAILED: " + "; ".join(failures), file=sys.stderr)
             return 1

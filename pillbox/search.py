@@ -4,7 +4,8 @@ The query is folded the way the FTS5 tokenizer folds text (lowercase, accents re
 that is not a letter or digit) so that terms can be checked against the index's own vocabulary. Every
 term becomes a quoted prefix term joined with OR, so nothing an agent types is ever FTS syntax.
 
-Ranking: FTS5 MATCH ranked by bm25 (column weights below) picks the best ``CANDIDATES`` rows; those are
+Ranking: FTS5 MATCH ranked by bm25 (column weights below) picks the best ``CANDIDATES`` rows (among the rows
+matching every term first when more than ``RANK_ALL_UP_TO`` match some: see ``_lexical``); those are
 re-ranked by coverage first (how many distinct query terms the row matches; a term matched only through a
 typo expansion counts ``FUZZY_COVERAGE``), then by bm25, then newest first. With OR-joined terms, bm25
 alone lets one rare word outweigh a row that has every word typed; coverage puts the rows that match
@@ -15,10 +16,11 @@ question) are left out of the terms, unless the query has nothing else.
 
 Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
 ``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
-2). Beyond the seed, a term that no searched database knows (the union of their vocabularies, so a word in
-one bottle is never a typo for another) is expanded even when other terms matched, so one misspelled word is
-not silently dropped. Each term takes its ``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a
-returned row contains an expansion word.
+2) among the words a deletion neighbourhood of the vocabulary files beside it (``TypoIndex``: the
+corrections worth offering, without scoring every indexed word). Beyond the seed, a term that no searched
+database knows (the union of their vocabularies, so a word in one bottle is never a typo for another) is
+expanded even when other terms matched, so one misspelled word is not silently dropped. Each term takes its
+``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a returned row contains an expansion word.
 
 Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
 the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
+from django.db.backends.utils import CursorWrapper
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
@@ -59,6 +62,10 @@ if TYPE_CHECKING:
 MIN_FUZZY_QUERY = 5
 MIN_FUZZY_TERM = 4
 MAX_LEN_DIFF = 2
+RANK_ALL_UP_TO = 2000  # rows matching some term that bm25 ranks all of (see _lexical)
+SPELLED_OUT = 32  # the most indexed words a prefix term is counted through (see _count)
+TYPO_SHARED_START = 2
+TYPO_PREFIX = 7  # characters of a word its typo index files it under (SymSpell's prefix length)
 JW_THRESHOLD = 0.80
 MAX_EXPANSIONS = 5  # most similar indexed words per term (more only add noise: bench b 0.988 at 5, 0.958 at 24)
 SNIPPET_TOKENS = 24
@@ -128,41 +135,137 @@ def meaningful(terms: list[str]) -> list[str]:
     return kept or terms
 
 
-def match_expression(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
+def match_expression(terms: Iterable[str], expansions: Iterable[str] = (), *,
+                     every: dict[str, list[str]] | None = None) -> str:
+    """FTS5's OR query; with ``every``, the query for rows matching every term (typed, or one of its
+    expansions in ``every``)."""
+    if every is not None:
+        return " AND ".join("(" + match_expression([term], every.get(term, ())) + ")" for term in terms)
     parts = [f'"{term}"*' for term in terms] + [f'"{word}"' for word in expansions]
     return " OR ".join(parts)
+
+
+class TypoIndex:
+    """A deletion neighbourhood (SymSpell's) over a vocabulary: where the words near a term are, without a scan.
+
+    Every word is filed under its first ``TYPO_PREFIX`` characters and under each of them with one character
+    deleted; a term looks up its own first characters with up to two deleted. A word shares a key with a term
+    when their beginnings are one substitution, insertion, deletion or swap of neighbours apart (and some
+    two-edit pairs); Jaro-Winkler then scores those few words (and the words sharing the term's first
+    letters, which it favours) instead of the whole vocabulary. A key is a hash of the characters (collisions
+    only add a candidate for Jaro-Winkler to turn down), sorted beside the word it came from: built with numpy,
+    once per vocabulary (a few seconds and 90 MB for a million words), on its first typo.
+    """
+
+    def __init__(self, words: list[str]) -> None:
+        import numpy as np  # here, not at import: a stdio server's cold start does not pay for it
+
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        # One code point per character; zero (never in an indexed word) pads the short ones.
+        points = np.frombuffer(("".join(words) + "\0" * TYPO_PREFIX).encode("utf-32-le"), dtype=np.uint32)
+        starts = np.cumsum(lengths) - lengths
+        columns = np.arange(TYPO_PREFIX)
+        width = np.minimum(lengths, TYPO_PREFIX)
+        heads = np.where(columns < width[:, None], points[starts[:, None] + columns], 0).astype(np.uint64)
+        ids = np.arange(len(words), dtype=np.int32)
+        keys, owners = [_packed(heads)], [ids]
+        for gone in range(TYPO_PREFIX):
+            kept = heads[width > gone]
+            shortened = np.zeros_like(kept)
+            shortened[:, :-1] = np.delete(kept, gone, axis=1)
+            keys.append(_packed(shortened))
+            owners.append(ids[width > gone])
+        all_keys = np.concatenate(keys)
+        order = np.argsort(all_keys, kind="stable")
+        self.keys = all_keys[order]
+        self.owners = np.concatenate(owners)[order]
+        self.words = words
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.owners.nbytes)
+
+    def candidates(self, term: str) -> list[str]:
+        """The words filed under the term's first characters with up to two deleted, at most ``MAX_LEN_DIFF``
+        characters longer or shorter."""
+        import numpy as np
+
+        variants = {term[:TYPO_PREFIX]}
+        for _ in range(2):
+            variants |= {variant[:at] + variant[at + 1:] for variant in variants for at in range(len(variant))}
+        probes = np.array(sorted(_pack(variant) for variant in variants), dtype=np.uint64)
+        lows = np.searchsorted(self.keys, probes, side="left")
+        highs = np.searchsorted(self.keys, probes, side="right")
+        ids = {int(owner) for low, high in zip(lows, highs, strict=True) for owner in self.owners[low:high]}
+        return [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
+
+
+TYPO_KEY_BASE = 1_000_003  # odd: multiplying by it modulo 2**64 loses nothing of the characters before
+
+
+def _pack(prefix: str) -> int:
+    """The key of up to ``TYPO_PREFIX`` characters (``_packed`` of one row, in Python)."""
+    key = 0
+    for char in prefix.ljust(TYPO_PREFIX, "\0"):
+        key = (key * TYPO_KEY_BASE + ord(char)) & 0xFFFF_FFFF_FFFF_FFFF
+    return key
+
+
+def _packed(heads: np.ndarray) -> np.ndarray:
+    """The key of every row of a code point matrix (``TYPO_PREFIX`` columns, zero-padded), modulo 2**64."""
+    import numpy as np
+
+    keys = np.zeros(len(heads), dtype=np.uint64)
+    for column in heads.T:
+        keys = keys * np.uint64(TYPO_KEY_BASE) + column
+    return keys
 
 
 @dataclass
 class Vocabulary:
     words: list[str]  # sorted
-    by_length: dict[int, list[str]] = field(default_factory=dict)
+    # The index's own terms (FTS5's vocabulary of a file the caller sees whole): a prefix term matches exactly
+    # the rows holding one of the words it begins.
+    exact: bool = False
+    _typos: TypoIndex | None = None
 
     @classmethod
-    def of(cls, words: list[str]) -> Vocabulary:
+    def of(cls, words: list[str], *, exact: bool = False) -> Vocabulary:
         words.sort()
-        by_length: dict[int, list[str]] = {}
-        for word in words:
-            by_length.setdefault(len(word), []).append(word)
-        return cls(words=words, by_length=by_length)
+        return cls(words=words, exact=exact)
 
     def has_prefix(self, term: str) -> bool:
         at = bisect.bisect_left(self.words, term)
         return at < len(self.words) and self.words[at].startswith(term)
 
+    def with_prefix(self, term: str, most: int) -> list[str] | None:
+        """The words beginning with ``term``, or None when there are more than ``most``."""
+        at = bisect.bisect_left(self.words, term)
+        end = bisect.bisect_left(self.words, term + "\U0010ffff", at, min(at + most + 1, len(self.words)))
+        if end == at + most + 1 or (end < len(self.words) and self.words[end].startswith(term)):
+            return None
+        return self.words[at:end]
+
     def near(self, term: str) -> list[str]:
-        """Indexed words within Jaro-Winkler 0.80 of ``term`` and at most 2 characters longer or shorter."""
-        candidates: list[str] = []
-        for length in range(max(1, len(term) - MAX_LEN_DIFF), len(term) + MAX_LEN_DIFF + 1):
-            candidates.extend(self.by_length.get(length, ()))
-        found = process.extract(
-            term, candidates, scorer=JaroWinkler.similarity, score_cutoff=JW_THRESHOLD, limit=MAX_EXPANSIONS + 1
-        )
+        """Indexed words within Jaro-Winkler 0.80 of ``term`` and at most 2 characters longer or shorter, among
+        those its typo index files beside it."""
+        if self._typos is None:
+            # Built on the first typo: most vocabularies serve strict searches only.
+            self._typos = TypoIndex(self.words)
+        # Jaro-Winkler favours a shared start: the words beginning as the term does are candidates too.
+        start = term[:TYPO_SHARED_START]
+        shared = self.words[bisect.bisect_left(self.words, start):bisect.bisect_left(self.words, start + "\U0010ffff")]
+        candidates = set(self._typos.candidates(term))
+        candidates.update(word for word in shared if abs(len(word) - len(term)) <= MAX_LEN_DIFF)
+        # Ties keep the order of a scan by length, then alphabetically.
+        ordered = sorted(candidates, key=lambda word: (len(word), word))
+        found = process.extract(term, ordered, scorer=JaroWinkler.similarity, score_cutoff=JW_THRESHOLD,
+                                limit=MAX_EXPANSIONS + 1)
         return [word for word, _, _ in found if word != term][:MAX_EXPANSIONS]
 
 
 VOCABULARY_CACHE_ENTRIES = 256
-VOCABULARY_CACHE_BYTES = 128 * 1024 * 1024
+VOCABULARY_CACHE_BYTES = 256 * 1024 * 1024
 # Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
 # One process serves many bottles and users: without a bound, every scope ever searched would keep its vocabulary
 # (and vectors) in memory for the life of the server.
@@ -172,8 +275,9 @@ _vocabularies: BoundedLru[tuple[Any, ...], tuple[Any, Any, Vocabulary]] = Bounde
 
 
 def _vocabulary_bytes(words: Vocabulary) -> int:
-    # Each word is a str object referenced from two lists (sorted, and by length).
-    return sum(sys.getsizeof(word) + 16 for word in words.words) + 64
+    # Each word is a str object referenced from the sorted list, plus its typo index (built on the first typo:
+    # counted from the start) of up to TYPO_PREFIX + 1 keys of 12 bytes.
+    return sum(sys.getsizeof(word) + 8 + 12 * (min(len(word), TYPO_PREFIX) + 1) for word in words.words) + 64
 
 
 def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary:
@@ -200,7 +304,7 @@ def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary
             cursor.execute(f"SELECT DISTINCT term FROM temp.{fts_table}_vocab_col WHERE col <> 'scope'")
         else:
             cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
-        words = Vocabulary.of([row[0] for row in cursor.fetchall()])
+        words = Vocabulary.of([row[0] for row in cursor.fetchall()], exact=True)
     _vocabularies.put((alias, fts_table), (raw, version, words), _vocabulary_bytes(words))
     return words
 
@@ -408,9 +512,13 @@ def _everything_reachable(cursor: CursorWrapper, target: Target) -> bool:
     return not cursor.fetchone()[0]
 
 
-def _tsquery(terms: Iterable[str], expansions: Iterable[str] = ()) -> str:
-    """PostgreSQL's form of the OR query: typed terms as prefixes, expansions as words (terms are letters and
-    digits only, so nothing here is syntax an agent typed)."""
+def _tsquery(terms: Iterable[str], expansions: Iterable[str] = (), *,
+             every: dict[str, list[str]] | None = None) -> str:
+    """PostgreSQL's form of the OR query (or, with ``every``, of the query for every term): typed terms as
+    prefixes, expansions as words (terms are letters and digits only, so nothing here is syntax an agent
+    typed)."""
+    if every is not None:
+        return " & ".join("(" + _tsquery([term], every.get(term, ())) + ")" for term in terms)
     return " | ".join([f"{term}:*" for term in terms] + list(expansions))
 
 
@@ -419,9 +527,9 @@ PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEI
 
 
 def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str],
-          compound: str | None) -> tuple[str, list[SqlParam], str, str]:
-    """FROM and WHERE of the caller's rows matching the terms (or their expansions), their parameters, the row
-    key column, and a relevance expression where lower is better."""
+          compound: str | None, *, every: dict[str, list[str]] | None = None) -> tuple[str, list[SqlParam], str, str]:
+    """FROM and WHERE of the caller's rows matching the terms (or their expansions; with ``every``, all the
+    terms), their parameters, the row key column, and a relevance expression where lower is better."""
     joins, where, params = target.scope_sql()
     if compound is not None:
         where += " AND m.compound = %s"
@@ -429,9 +537,10 @@ def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[s
     if target.on_postgres:
         body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
                 f"WHERE m.search_vector @@ q AND {where}")
-        return body, [_tsquery(terms, words), *params], "m.seq", f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)"
+        return (body, [_tsquery(terms, words, every=every), *params], "m.seq",
+                f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)")
     fts = target.fts
-    expression = match_expression(terms, words)
+    expression = match_expression(terms, words, every=every)
     # The scope column weighs nothing: only the query's words rank.
     score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)}, 0)"
     if target.scoped_index:
@@ -449,10 +558,13 @@ def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[s
     return body, [expression, *params], "m.seq", score
 
 
-def _any_match(target: Target, terms: list[str], compound: str | None) -> bool:
+def _any_match(target: Target, terms: list[str], compound: str | None, vocabulary: Vocabulary) -> bool:
     """Whether the strict pass (the typed terms alone) finds anything in this database."""
+    prefixes, spelled = _spelled_out(terms, vocabulary)
+    if not prefixes and not spelled:
+        return False
     with connections[target.alias].cursor() as cursor:
-        body, params, _, _ = _from(cursor, target, terms, [], compound)
+        body, params, _, _ = _from(cursor, target, prefixes, spelled, compound)
         cursor.execute(f"SELECT 1 {body} LIMIT 1", params)
         return cursor.fetchone() is not None
 
@@ -467,21 +579,29 @@ class _Candidate:
 
 
 def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
-             limit: int) -> tuple[list[_Candidate], int, dict[int, tuple[Any, ...]]]:
-    """The strict (or, with expansions, widened) pass over one database: candidates with their coverage."""
+             limit: int, vocabulary: Vocabulary) -> tuple[list[_Candidate], int, dict[int, tuple[Any, ...]]]:
+    """The strict (or, with expansions, widened) pass over one database: candidates with their coverage.
+
+    When many rows match some term, the rows matching every term (which rank first: coverage) are looked at
+    first, and when they fill the page they are the candidates: bm25 is then computed over them, not over
+    every row matching any term (a few hundred against tens of thousands at a million pills). Otherwise the
+    candidates are the best ``CANDIDATES`` rows by bm25 among all matches.
+    """
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
     with connections[target.alias].cursor() as cursor:
-        body, params, key, relevance = _from(cursor, target, terms, words, compound)
-        cursor.execute(
-            f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
-            [*params, wanted],
-        )
-        candidates = cursor.fetchall()
-        total = len(candidates)
-        if total >= wanted:
-            cursor.execute(f"SELECT COUNT(*) {body}", params)
-            total = cursor.fetchone()[0]
+        total = _count(cursor, target, terms, words, compound, vocabulary)
+        candidates: list[tuple[int, float]] = []
+        if total > RANK_ALL_UP_TO and len(terms) > 1:
+            body, params, key, relevance = _from(cursor, target, terms, words, compound, every=expansions)
+            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+                           [*params, wanted])
+            candidates = cursor.fetchall()
+        if total and len(candidates) < limit:
+            body, params, key, relevance = _from(cursor, target, terms, words, compound)
+            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+                           [*params, wanted])
+            candidates = cursor.fetchall()
     if not candidates:
         return [], total, {}
     rows = _rows(target, [seq for seq, _ in candidates])
@@ -496,6 +616,33 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
         closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
         out.append(_Candidate(seq, covered, closeness, expanded))
     return out, total, rows
+
+
+def _count(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str], compound: str | None,
+           vocabulary: Vocabulary) -> int:
+    """How many rows match any term (or expansion)."""
+    prefixes, spelled = _spelled_out(terms, vocabulary)
+    if not prefixes and not spelled and not words:
+        return 0
+    body, params, _, _ = _from(cursor, target, prefixes, sorted({*spelled, *words}), compound)
+    cursor.execute(f"SELECT COUNT(*) {body}", params)
+    return int(cursor.fetchone()[0])
+
+
+def _spelled_out(terms: list[str], vocabulary: Vocabulary) -> tuple[list[str], list[str]]:
+    """The prefix terms to keep, and the indexed words standing for the others: a prefix term is spelled out as
+    the words it covers when they are few. The same rows, read from those words' own lists instead of a merge
+    of every list under the prefix (what makes FTS5's prefix queries grow with the index); not for ranking,
+    where bm25 would weigh each word apart."""
+    prefixes: list[str] = []
+    spelled: list[str] = []
+    for term in terms:
+        covered = vocabulary.with_prefix(term, SPELLED_OUT) if vocabulary.exact else None
+        if covered is None:
+            prefixes.append(term)
+        else:
+            spelled.extend(covered)
+    return prefixes, spelled
 
 
 def _rows(target: Target, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
@@ -622,12 +769,15 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple[
     if missing:
         rows = {**rows, **_rows(target, missing)}
     scored = []
+    bottles: dict[object, uuid.UUID | None] = {}  # the candidates come from a few bottles: one UUID each
     for candidate in candidates:
         row = rows.get(candidate.seq)
         if row is None:
             continue
         score = _fused(candidate, terms, meaning=meaning)
-        bottle = as_uuid(row[5]) if row[5] else None
+        if row[5] not in bottles:
+            bottles[row[5]] = as_uuid(row[5]) if row[5] else None
+        bottle = bottles[row[5]]
         if bottle is not None and bottle in boosted:
             score += CURRENT_BOTTLE_BOOST
         scored.append((score, candidate, row, bottle))
@@ -727,16 +877,17 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     for target, words in zip(targets, vocabularies, strict=True):
         expansions = _expansions(words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
-        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)))
+        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)))
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and (
         not any(total for _, _, total, _ in passes)
-        or (partly_widened and not any(_any_match(target, terms, compound) for target in targets))
+        or (partly_widened and not any(_any_match(target, terms, compound, words)
+                                       for target, words in zip(targets, vocabularies, strict=True)))
     ):
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []
         for target, words in zip(targets, vocabularies, strict=True):
             expansions = _expansions(words, terms, True, known)
-            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit)) if expansions
+            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)) if expansions
                           else ({}, [], 0, {}))
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
