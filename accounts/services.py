@@ -24,6 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Account, ApiKey, ListLink
+from config.lru import BoundedLru
 
 KEY_PREFIX = "pbx_"
 # Writing last_used_at on every request would make every read a write; once a minute is enough to show.
@@ -31,7 +32,7 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 KEY_CACHE_PREFIX = "apikey:"
 FORGOTTEN = "forgotten"  # the tombstone: look in the database, and cache nothing, until it expires
 # When this process last wrote each key's last_used_at: a cached key still carries the value it was cached with.
-_last_written: dict[int, datetime] = {}
+_last_written: BoundedLru[int, datetime] = BoundedLru(max_items=10_000, max_bytes=1 << 20, size_of=lambda _: 64)
 
 
 def hash_key(raw: str) -> str:
@@ -104,9 +105,7 @@ def _note_use(key: ApiKey) -> None:
     last = max((when for when in (key.last_used_at, _last_written.get(key.pk)) if when is not None), default=None)
     if last is not None and now - last <= LAST_USED_RESOLUTION:
         return
-    if len(_last_written) > 10_000:
-        _last_written.clear()
-    _last_written[key.pk] = now
+    _last_written.put(key.pk, now)
     ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
 
 

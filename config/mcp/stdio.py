@@ -45,6 +45,11 @@ def serve_stdio(
     anyio.run(main)
 
 
+def local_username(given: str | None) -> str:
+    """The local user a stdio server serves: ``--user``, else $PILLBOX_USER, else the login name ('' if none)."""
+    return given or os.environ.get("PILLBOX_USER") or getpass.getuser()
+
+
 def local_caller(username: str) -> Caller:
     """The stdio caller: the global database migrated when it is behind, the local user found or made."""
     from accounts.services import user_get_or_create
@@ -138,7 +143,7 @@ def main(argv: list[str]) -> int | None:
     if parsed is None or parsed[0] not in servers:
         return None
     server, user = parsed
-    username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()
+    username = local_username(user)
     if not username:
         return None
     definition = servers[server]

@@ -8,9 +8,6 @@ registries' own tools when Django is already running (`django-admin mcp`, Django
 
 from __future__ import annotations
 
-import getpass
-import os
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.module_loading import import_string
@@ -25,9 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="the local user (default: $PILLBOX_USER, else the login name)")
 
     def handle(self, *args: object, server: str, user: str | None, **options: object) -> None:
-        from config.mcp.stdio import local_caller, serve_registered
+        from config.mcp.stdio import local_caller, local_username, serve_registered
 
-        username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()
+        username = local_username(user)
         if not username:
             raise CommandError("no user: pass --user NAME or set PILLBOX_USER")
         serve_registered(import_string(settings.MCP_SERVERS[server]), local_caller(username))
