@@ -39,6 +39,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
@@ -332,10 +333,8 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
 
 
 def vocabulary(target: Target) -> Vocabulary:
-    if not target.on_postgres:
-        with connections[target.alias].cursor() as cursor:
-            if _everything_reachable(cursor, target):
-                return _index_vocabulary(target.alias, target.fts, scoped=target.scoped_index)
+    if not target.on_postgres and target.everything_reachable:
+        return _index_vocabulary(target.alias, target.fts, scoped=target.scoped_index)
     return _scoped_vocabulary(target)
 
 
@@ -359,6 +358,21 @@ class Target:
     @property
     def on_postgres(self) -> bool:
         return connections[self.alias].vendor == "postgresql"
+
+    @cached_property
+    def everything_reachable(self) -> bool:
+        """True when every row in this database's pill index is one the caller may see (a project's own file).
+        Asked once per search: the vocabulary, the strict check, the count and the ranking all want it."""
+        if self.kind != "pill":
+            return False
+        with connections[self.alias].cursor() as cursor:
+            cursor.execute(
+                "SELECT EXISTS(SELECT 1 FROM pillbox_prescription WHERE deleted_at IS NOT NULL "
+                f"OR bottle_id NOT IN ({_marks(len(self.bottles))}))",
+                [bottle.hex for bottle in sorted(self.bottles)],
+            )
+            row = cursor.fetchone()
+        return not row[0]
 
     def scope_sql(self) -> tuple[str, str, list[SqlParam]]:
         """Extra joins, conditions and parameters that keep to the caller's rows of table alias ``m``."""
@@ -500,18 +514,6 @@ def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
-def _everything_reachable(cursor: CursorWrapper, target: Target) -> bool:
-    """True when every row in this database's pill index is one the caller may see (a project's own file)."""
-    if target.kind != "pill":
-        return False
-    cursor.execute(
-        "SELECT EXISTS(SELECT 1 FROM pillbox_prescription WHERE deleted_at IS NOT NULL "
-        f"OR bottle_id NOT IN ({_marks(len(target.bottles))}))",
-        [bottle.hex for bottle in sorted(target.bottles)],
-    )
-    return not cursor.fetchone()[0]
-
-
 def _tsquery(terms: Iterable[str], expansions: Iterable[str] = (), *,
              every: dict[str, list[str]] | None = None) -> str:
     """PostgreSQL's form of the OR query (or, with ``every``, of the query for every term): typed terms as
@@ -526,7 +528,7 @@ def _tsquery(terms: Iterable[str], expansions: Iterable[str] = (), *,
 PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEIGHTS[0], 3)}, 1.0}}"
 
 
-def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str],
+def _from(target: Target, terms: list[str], words: list[str],
           compound: str | None, *, every: dict[str, list[str]] | None = None) -> tuple[str, list[SqlParam], str, str]:
     """FROM and WHERE of the caller's rows matching the terms (or their expansions; with ``every``, all the
     terms), their parameters, the row key column, and a relevance expression where lower is better."""
@@ -545,7 +547,7 @@ def _from(cursor: CursorWrapper, target: Target, terms: list[str], words: list[s
     score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)}, 0)"
     if target.scoped_index:
         expression = f"{{title content compound}} : ({expression})"  # a query's words never match the scope
-    if compound is None and _everything_reachable(cursor, target):
+    if compound is None and target.everything_reachable:
         # Only the index: no join per matching row, and the count is the index's own.
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
     if target.scoped_index:
@@ -564,7 +566,7 @@ def _any_match(target: Target, terms: list[str], compound: str | None, vocabular
     if not prefixes and not spelled:
         return False
     with connections[target.alias].cursor() as cursor:
-        body, params, _, _ = _from(cursor, target, prefixes, spelled, compound)
+        body, params, _, _ = _from(target, prefixes, spelled, compound)
         cursor.execute(f"SELECT 1 {body} LIMIT 1", params)
         return cursor.fetchone() is not None
 
@@ -593,12 +595,12 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
         total = _count(cursor, target, terms, words, compound, vocabulary)
         candidates: list[tuple[int, float]] = []
         if total > RANK_ALL_UP_TO and len(terms) > 1:
-            body, params, key, relevance = _from(cursor, target, terms, words, compound, every=expansions)
+            body, params, key, relevance = _from(target, terms, words, compound, every=expansions)
             cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
                            [*params, wanted])
             candidates = cursor.fetchall()
         if total and len(candidates) < limit:
-            body, params, key, relevance = _from(cursor, target, terms, words, compound)
+            body, params, key, relevance = _from(target, terms, words, compound)
             cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
                            [*params, wanted])
             candidates = cursor.fetchall()
@@ -624,7 +626,7 @@ def _count(cursor: CursorWrapper, target: Target, terms: list[str], words: list[
     prefixes, spelled = _spelled_out(terms, vocabulary)
     if not prefixes and not spelled and not words:
         return 0
-    body, params, _, _ = _from(cursor, target, prefixes, sorted({*spelled, *words}), compound)
+    body, params, _, _ = _from(target, prefixes, sorted({*spelled, *words}), compound)
     cursor.execute(f"SELECT COUNT(*) {body}", params)
     return int(cursor.fetchone()[0])
 
