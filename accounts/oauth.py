@@ -58,7 +58,6 @@ DOT 3.4.1 surprises (checked in its source; each one is handled here or in ``acc
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -67,7 +66,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -78,7 +76,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
 from accounts.models import RedeemedCode
-from accounts.throttle import client_ip, client_ip_of
+from accounts.throttle import bump, client_ip, client_ip_of, seconds_left
 
 MCP_SCOPE = "mcp"
 # URL names of the MCP endpoints (config.urls) and the name each shows on the consent page.
@@ -280,26 +278,17 @@ def registration_rate_limited(request: HttpRequest) -> int:
 
 
 def _count_registration(address: str) -> int:
-    """Count one registration (dynamic, or a client ID metadata document's first sight) for ``address``.
+    """Count one registration (dynamic, or a client ID metadata document's first sight) for ``address``; the
+    seconds to wait when that is one too many, else 0.
 
-    Fixed window of ``OAUTH_DCR_RATE_LIMIT = (count, seconds)`` per IP, in the default cache (locmem per process
-    by default, so with several worker processes the effective limit is count x workers; configure a shared
-    cache to make it exact)."""
+    ``OAUTH_DCR_RATE_LIMIT = (count, seconds)`` per IP, a bucket of ``accounts.throttle`` in the default cache
+    (per process with the local-memory cache, so with several worker processes the effective limit is count x
+    workers; ``REDIS_URL`` makes it exact)."""
     limit, window = getattr(settings, "OAUTH_DCR_RATE_LIMIT", (20, 3600))
     if not limit:
         return 0
-    now = int(time.time())
-    start = now - now % window
-    key = f"oauth:dcr:{address}:{start}"
-    if cache.add(key, 1, timeout=window + 5):
-        count = 1
-    else:
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=window + 5)
-            count = 1
-    return 0 if count <= limit else max(1, start + window - now)
+    bucket = f"oauth:dcr:{address}"
+    return 0 if bump(bucket, 1, window) <= limit else seconds_left(bucket, window)
 
 
 class AuthorizationEndpointCIMDPermission:

@@ -1,11 +1,12 @@
 """Throttling that slows guessing without letting a stranger lock anyone out.
 
 The rules: a valid credential always passes; only failures are counted; each failure counts against the
-client's address *and* against the identity it named (a uid or a username), in fixed windows kept in Django's
-cache with atomic ``add``/``incr`` and an expiry (so the same code is global when the cache is shared, per
-process otherwise). Once a bucket is full, further *failures* answer 429 with ``Retry-After`` instead of
-401/403. The client's address is ``REMOTE_ADDR``, or, only when ``TRUST_PROXY_HEADERS`` is on, the entry of
-``X-Forwarded-For`` that the configured number of trusted proxies (``TRUSTED_PROXY_HOPS``) put there.
+client's address *and* against the identity it named (a uid or a username), in buckets kept in Django's
+cache with atomic ``add``/``incr`` and an expiry: a bucket opens at its first failure and closes the window's
+length later (so the same code is global when the cache is shared, per process otherwise). Once a bucket is
+full, further *failures* answer 429 with ``Retry-After`` instead of 401/403. The client's address is
+``REMOTE_ADDR``, or, only when ``TRUST_PROXY_HEADERS`` is on, the entry of ``X-Forwarded-For`` that the
+configured number of trusted proxies (``TRUSTED_PROXY_HOPS``) put there.
 """
 
 from __future__ import annotations
@@ -45,29 +46,47 @@ def client_ip_of(meta: Mapping[str, Any]) -> str:
         return remote
 
 
-def _window(seconds: int) -> tuple[int, int]:
-    now = int(time.time())
-    start = now - now % seconds
-    return start, start + seconds - now
-
-
-def _bucket_keys(request: HttpRequest, kind: str, identity: str | None, start: int) -> list[str]:
-    keys = [f"throttle:{kind}:ip:{client_ip(request)}:{start}"]
+def _bucket_keys(request: HttpRequest, kind: str, identity: str | None) -> list[str]:
+    keys = [f"throttle:{kind}:ip:{client_ip(request)}"]
     if identity:
         # Hashed: identities are client-chosen text and cache keys have length and character limits.
         digest = hashlib.sha256(identity.strip().lower().encode("utf-8", "replace")).hexdigest()[:32]
-        keys.append(f"throttle:{kind}:id:{digest}:{start}")
+        keys.append(f"throttle:{kind}:id:{digest}")
     return keys
 
 
-def _increment(key: str, timeout: int) -> int:
-    if cache.add(key, 1, timeout=timeout):
-        return 1
+def bump(bucket: str, amount: int, seconds: int) -> int:
+    """Add ``amount`` to ``bucket``'s count; the new count. A bucket opens at its first count and lives
+    ``seconds`` from then: its count and its opening time expire together (``incr`` keeps an entry's expiry in the
+    local-memory and Redis caches), so a count never restarts in the middle of a burst, as a clock-aligned window
+    would at its boundary. Atomic in Redis and under the local-memory cache's lock."""
+    if cache.add(f"{bucket}:n", amount, timeout=seconds):
+        cache.set(f"{bucket}:since", time.time(), timeout=seconds)
+        return amount
     try:
-        return cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=timeout)
-        return 1
+        return int(cache.incr(f"{bucket}:n", amount))
+    except ValueError:  # expired between add and incr: this count opens the next bucket
+        cache.add(f"{bucket}:n", amount, timeout=seconds)
+        cache.set(f"{bucket}:since", time.time(), timeout=seconds)
+        return amount
+
+
+def give_back(bucket: str, amount: int = 1) -> None:
+    """Take ``amount`` off a bucket's count (a slot freed); nothing when the bucket has closed meanwhile."""
+    try:
+        cache.decr(f"{bucket}:n", amount)
+    except ValueError:
+        pass
+
+
+def seconds_left(bucket: str, seconds: int) -> int:
+    """Seconds until ``bucket`` closes, at least 1 (a ``Retry-After``)."""
+    return _left(cache.get(f"{bucket}:since"), seconds)
+
+
+def _left(since: object, seconds: int) -> int:
+    opened = float(since) if isinstance(since, (int, float)) else time.time()
+    return max(1, min(seconds, int(opened + seconds - time.time() + 0.999)))
 
 
 def failure(request: HttpRequest, *, kind: str, limit: tuple[int, int], identity: str | None = None) -> int:
@@ -76,9 +95,8 @@ def failure(request: HttpRequest, *, kind: str, limit: tuple[int, int], identity
     count, seconds = limit
     if not count:
         return 0
-    start, remaining = _window(seconds)
-    counts = [_increment(key, seconds + 5) for key in _bucket_keys(request, kind, identity, start)]
-    return max(remaining, 1) if max(counts) > count else 0
+    over = [bucket for bucket in _bucket_keys(request, kind, identity) if bump(bucket, 1, seconds) > count]
+    return max(seconds_left(bucket, seconds) for bucket in over) if over else 0
 
 
 def exhausted(request: HttpRequest, *, kind: str, limit: tuple[int, int], identity: str | None = None) -> int:
@@ -86,10 +104,10 @@ def exhausted(request: HttpRequest, *, kind: str, limit: tuple[int, int], identi
     count, seconds = limit
     if not count:
         return 0
-    start, remaining = _window(seconds)
-    keys = _bucket_keys(request, kind, identity, start)
-    found = cache.get_many(keys)
-    return max(remaining, 1) if any(int(value) >= count for value in found.values()) else 0
+    buckets = _bucket_keys(request, kind, identity)
+    found = cache.get_many([f"{bucket}:{part}" for bucket in buckets for part in ("n", "since")])
+    full = [bucket for bucket in buckets if int(found.get(f"{bucket}:n") or 0) >= count]
+    return max(_left(found.get(f"{bucket}:since"), seconds) for bucket in full) if full else 0
 
 
 def too_many(retry_after: int, message: str, *, content_type: str = "application/json") -> HttpResponse:

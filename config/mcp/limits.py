@@ -1,20 +1,20 @@
 """Per-user limits on the HTTP MCP endpoints, so one user cannot hold the server for everyone.
 
-Two counters per user in Django's cache (shared by every worker once the cache is Redis): JSON-RPC requests per
-fixed window (a batch counts each of its requests) and requests in flight. Both use ``add`` + ``incr``, which
-are atomic in Redis and under the local-memory cache's lock, and both expire on their own, so a worker that dies
-mid-request cannot leave a user locked out for longer than the in-flight key's lifetime.
+Two counters per user in Django's cache (shared by every worker once the cache is Redis), both buckets of
+``accounts.throttle``: JSON-RPC requests per window, the window opened by the user's first request in it (a batch
+counts each of its requests), and requests in flight. Both are atomic ``add`` + ``incr`` and expire on their own,
+so a worker that dies mid-request cannot leave a user locked out for longer than the in-flight key's lifetime.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+
+from accounts.throttle import bump, give_back, seconds_left
 
 # Longer than any request may run, short enough that a count leaked by a killed worker heals by itself.
 IN_FLIGHT_TTL = 300
@@ -26,28 +26,15 @@ class Refusal:
     message: str
 
 
-def _bump(key: str, amount: int, ttl: int) -> int:
-    """Add ``amount`` to a counter that expires ``ttl`` seconds after it was first made; the new value."""
-    if cache.add(key, amount, timeout=ttl):
-        return amount
-    try:
-        return cache.incr(key, amount)
-    except ValueError:  # expired between add and incr: this request starts the new counter
-        cache.add(key, amount, timeout=ttl)
-        return amount
-
-
 def rate_refusal(user_id: object, cost: int) -> Refusal | None:
     """Count ``cost`` requests against the user's window; a refusal once the window's allowance is spent."""
     allowed, seconds = settings.MCP_USER_RATE_LIMIT
     if not allowed:
         return None
-    now = int(time.time())
-    start = now - now % seconds
-    used = _bump(f"mcp-rate:{user_id}:{start}", cost, seconds + 5)
-    if used <= allowed:
+    bucket = f"mcp-rate:{user_id}"
+    if bump(bucket, cost, seconds) <= allowed:
         return None
-    wait = max(start + seconds - now, 1)
+    wait = seconds_left(bucket, seconds)
     return Refusal(wait, f"Too many MCP requests: at most {allowed} per {seconds} seconds per user (a batch "
                          f"counts each of its requests); try again in {wait} seconds.")
 
@@ -60,19 +47,12 @@ def in_flight(user_id: object) -> Iterator[Refusal | None]:
         yield None
         return
     key = f"mcp-busy:{user_id}"
-    if _bump(key, 1, IN_FLIGHT_TTL) > allowed:
-        _release(key)
+    if bump(key, 1, IN_FLIGHT_TTL) > allowed:
+        give_back(key)
         yield Refusal(1, f"Too many MCP requests at once: at most {allowed} in flight per user; wait for one "
                          "to finish.")
         return
     try:
         yield None
     finally:
-        _release(key)
-
-
-def _release(key: str) -> None:
-    try:
-        cache.decr(key)
-    except ValueError:  # the slot's counter expired (a very long request): nothing left to give back
-        pass
+        give_back(key)

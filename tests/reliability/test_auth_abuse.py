@@ -5,6 +5,7 @@ never reach a log line, every form is CSRF-protected, and agent-written Markdown
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import httpx2
@@ -15,6 +16,7 @@ from django.template.loader import get_template
 from django.test import Client
 from django.urls import reverse
 
+from accounts import throttle
 from accounts.services import apikey_create, keys_revoke_all
 from config.logging import ScrubSecrets, scrub
 from config.mcp.server import run_tool
@@ -142,6 +144,35 @@ def test_requests_without_credentials_are_not_counted_as_guesses(alice, settings
     for _ in range(10):  # MCP clients probe without credentials to discover OAuth
         assert mcp(client, "pillbox").status_code == 401
     assert mcp(client, "pillbox", **bearer(alice.key)).status_code == 200
+
+
+class _Clock:
+    """A settable ``time`` for accounts.throttle alone (the cache's own expiry keeps the real clock)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+class _Address:
+    META = {"REMOTE_ADDR": "203.0.113.7"}
+
+
+def test_a_burst_across_a_minute_boundary_is_still_one_burst(monkeypatch):
+    """A bucket opens at its first failure: failures just before a clock minute and one just after count
+    together (a clock-aligned window restarted at the minute, letting a burst through at twice the limit)."""
+    boundary = (int(time.time()) // 60 + 1) * 60.0
+    clock = _Clock(boundary - 0.5)
+    monkeypatch.setattr(throttle, "time", clock)
+    for _ in range(3):
+        assert throttle.failure(_Address(), kind="burst", limit=(3, 60), identity="erin") == 0
+    clock.now = boundary + 0.5
+    assert throttle.exhausted(_Address(), kind="burst", limit=(3, 60), identity="erin") == 59
+    assert throttle.failure(_Address(), kind="burst", limit=(3, 60), identity="erin") == 59
+    clock.now = boundary + 59.4
+    assert throttle.exhausted(_Address(), kind="burst", limit=(3, 60)) == 1
 
 
 def _login(client: Client, path: str, username: str, password: str, ip: str = "10.0.0.1"):

@@ -11,11 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -25,7 +25,6 @@ from tests.clients import ROOT
 from tests.oauth.flow import PASSWORD
 from tests.reliability.helpers import free_port, reply_of, server_env
 
-T = TypeVar("T")
 # A Redis database of the tests' own, flushed before and after: other users of the same Redis keep theirs.
 REDIS_URL = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/3"
 STARTUP_SECONDS = 60
@@ -163,18 +162,6 @@ def app_servers(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def in_one_window(seconds: int, attempt: Callable[[], T], *, before: Callable[[], None] = lambda: None) -> T:
-    """Run ``attempt`` within one fixed rate-limit window: the throttles count per window, so a run that straddles
-    a boundary (the counts restart) is repeated rather than judged."""
-    for _ in range(3):
-        before()
-        window = int(time.time()) // seconds
-        result = attempt()
-        if int(time.time()) // seconds == window:
-            return result
-    pytest.fail("three attempts in a row crossed a rate-limit window")
 
 
 MCP_ACCEPT = "application/json, text/event-stream"
