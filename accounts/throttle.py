@@ -61,14 +61,24 @@ def bump(bucket: str, amount: int, seconds: int) -> int:
     local-memory and Redis caches), so a count never restarts in the middle of a burst, as a clock-aligned window
     would at its boundary. Atomic in Redis and under the local-memory cache's lock."""
     if cache.add(f"{bucket}:n", amount, timeout=seconds):
-        cache.set(f"{bucket}:since", time.time(), timeout=seconds)
-        return amount
+        return _opened(bucket, amount, seconds)
     try:
-        return int(cache.incr(f"{bucket}:n", amount))
+        total = int(cache.incr(f"{bucket}:n", amount))
     except ValueError:  # expired between add and incr: this count opens the next bucket
         cache.add(f"{bucket}:n", amount, timeout=seconds)
-        cache.set(f"{bucket}:since", time.time(), timeout=seconds)
-        return amount
+        return _opened(bucket, amount, seconds)
+    if total == amount:
+        # Redis's incr checks that the key exists, then INCRs it: a key that expired between the two is made
+        # anew by INCR with no expiry, which would never close. A total of just ``amount`` is that case (or a
+        # count given back to zero): the bucket opens now, with its expiry.
+        cache.touch(f"{bucket}:n", seconds)
+        return _opened(bucket, amount, seconds)
+    return total
+
+
+def _opened(bucket: str, amount: int, seconds: int) -> int:
+    cache.set(f"{bucket}:since", time.time(), timeout=seconds)
+    return amount
 
 
 def give_back(bucket: str, amount: int = 1) -> None:

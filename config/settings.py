@@ -266,7 +266,8 @@ MCP_MAX_BODY_BYTES = 1024 * 1024
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)
 MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") or 10)
 MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
-MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 4)
+# 2: half the threads of the production command (2 workers x 2 blocking threads) when counted in a shared cache.
+MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 2)
 # Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
 PILLBOX_QUOTAS = {
     "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),

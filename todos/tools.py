@@ -579,8 +579,9 @@ TOOLS: tuple[Tool, ...] = (
         input_schema=ID_INPUT,
         output_schema=TODO_SCHEMA,
         handler=delete_todo,
+        # Not idempotent in what it answers: a second delete is `Todo not found`, as for every tool but get_todo
+        # and put_todo on a deleted todo.
         destructive=True,
-        idempotent=True,
     ),
     Tool(
         name="reopen_todo",

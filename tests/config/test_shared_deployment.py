@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db import OperationalError
 from django.test import override_settings
 
-from accounts.throttle import exhausted, failure
+from accounts.throttle import bump, exhausted, failure
 from config import health
 from config.settings import GLOBAL_DB_PATH, caches_from_url, database_from_url
 from tests.shared.servers import REDIS_URL
@@ -105,6 +105,30 @@ def test_failure_counts_are_exact_under_concurrency_in_redis():
             assert type(cache._cache).__name__ == "RedisCacheClient"
             _hammer()
             assert client.keys("pillbox:*:throttle:hammer:ip:203.0.113.9:*"), "the count is not in Redis"
+    finally:
+        client.flushdb()
+
+
+def test_a_bucket_made_anew_by_redis_incr_still_closes():
+    """Django's Redis incr asks whether the key exists, then INCRs it; a key that expires in between is made by
+    INCR with no expiry. Such a bucket (a count with no TTL, as INCR leaves it) is given its window when counted,
+    so an address or a user can never stay refused for good."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError:
+        pytest.skip(f"Redis is not reachable at {REDIS_URL} (set TEST_REDIS_URL)")
+    client.flushdb()
+    try:
+        with override_settings(CACHES=caches_from_url(REDIS_URL)):
+            key = cache.make_key("throttle:race:ip:203.0.113.9:n")
+            client.set(key, 0)  # what INCR leaves after the key expired under it: no expiry
+            assert client.ttl(key) == -1
+            assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 1
+            assert 0 < client.ttl(key) <= 60
+            assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 2
     finally:
         client.flushdb()
 
