@@ -1,10 +1,11 @@
 """Who may open a /list page: the link ``get_list_url`` hands out, or the seed's ``?uid=&key=``.
 
 A caller that presented its key in the URL gets that same form back (it already holds the key), which dies with
-the key. Everyone else gets a random link whose hash is kept as an ``accounts.ListLink`` tied to the credential
-that asked for it: the API key, the OAuth grant (its refresh-token family, which rotation keeps and reuse
-detection revokes), or the local stdio agent. A link opens the list only while it is unexpired
-(``LIST_LINK_MAX_AGE_DAYS``), not revoked on the account page, and its credential is still alive.
+the key. Everyone else gets a link (the site's signature of its row) whose hash is kept as an
+``accounts.ListLink`` tied to the credential that asked for it: the API key, the OAuth grant (its refresh-token
+family, which rotation keeps and reuse detection revokes), or the local stdio agent. A link opens the list only
+while it is unexpired (``LIST_LINK_MAX_AGE_DAYS``), not revoked on the account page, and its credential is still
+alive.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import signing
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import ListLink
@@ -53,21 +56,42 @@ def list_url(
 
 
 def link_create(*, user: User, credential: Credential) -> str:
-    token = LINK_PREFIX + secrets.token_urlsafe(32)
+    """A link for ``user`` tied to ``credential``. Asked again by the same credential while its link has at least
+    half its life left, the same link comes back (``get_list_url`` is idempotent: an agent asking each session
+    does not fill the account page with links); otherwise a new one."""
     now = timezone.now()
-    ListLink.objects.create(
-        user=user,
-        token_hash=_hash(token),
-        kind=credential.kind,
-        api_key_id=credential.api_key_id,
-        application_id=credential.application_id,
-        token_family=_token_family(credential.access_token_id) if credential.kind == ListLink.KIND_OAUTH else None,
-        access_token_id=credential.access_token_id,
-        expires_at=now + link_max_age(),
-    )
+    fields = {
+        "kind": credential.kind,
+        "api_key_id": credential.api_key_id,
+        "application_id": credential.application_id,
+        "token_family": _token_family(credential.access_token_id) if credential.kind == ListLink.KIND_OAUTH else None,
+    }
+    if credential.kind != ListLink.KIND_OAUTH or fields["token_family"]:
+        # A grant without a refresh-token family is tied to its one access token: never shared.
+        fresh = now + link_max_age() / 2
+        for link in ListLink.objects.unexpired().filter(user=user, expires_at__gt=fresh, **fields).order_by("-pk")[:5]:
+            token = _derived(link.pk)
+            if _hash(token) == link.token_hash:
+                return token
+    with transaction.atomic():
+        link = ListLink.objects.create(
+            user=user,
+            token_hash=_hash(secrets.token_urlsafe(32)),  # replaced below, once the row's pk is known
+            access_token_id=credential.access_token_id,
+            expires_at=now + link_max_age(),
+            **fields,
+        )
+        token = _derived(link.pk)
+        ListLink.objects.filter(pk=link.pk).update(token_hash=_hash(token))
     # Dead links are kept a while for the account page's sake, not forever.
     ListLink.objects.filter(user=user, expires_at__lt=now - timedelta(days=7)).delete()
     return token
+
+
+def _derived(link_pk: int) -> str:
+    """A link's token: the site's signature of its row (HMAC with SECRET_KEY), so it can be handed out again
+    while only its hash is stored. A new SECRET_KEY makes new tokens; links already handed out keep working."""
+    return LINK_PREFIX + signing.Signer(salt="todos.list-link").signature(f"list-link:{link_pk}")
 
 
 def _token_family(access_token_id: int | None) -> str | None:

@@ -124,6 +124,38 @@ def test_links_expire_and_can_be_revoked_on_the_account_page(client, alice, sett
     assert person.post(f"/account/links/{live.pk}/revoke").status_code == 404
 
 
+def test_the_same_credential_gets_its_live_link_back_until_half_its_life_is_gone(client, alice, settings):
+    """get_list_url is annotated idempotent: asked again by the same credential it answers the same link (one row
+    on the account page), while another credential, a revoked link or one past half its life gets a new one."""
+    from accounts.services import apikey_create
+    from config.mcp.tools import Credential
+    from todos.access import list_url
+
+    settings.LIST_LINK_MAX_AGE_DAYS = 30
+    mine = Credential(kind="api_key", api_key_id=alice.user.api_keys.last().pk)
+    first = list_url(user=alice.user, credential=mine)
+    assert list_url(user=alice.user, credential=mine) == first
+    assert ListLink.objects.filter(user=alice.user).count() == 1
+    assert client.get(*_path(first)).status_code == 200
+
+    other_key, _ = apikey_create(user=alice.user, name="other")
+    other = list_url(user=alice.user, credential=Credential(kind="api_key", api_key_id=other_key.pk))
+    local = list_url(user=alice.user, credential=Credential(kind="stdio"))
+    assert len({first, other, local}) == 3
+
+    link = ListLink.objects.get(user=alice.user, kind="api_key", api_key_id=mine.api_key_id)
+    ListLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() + timedelta(days=14))
+    renewed = list_url(user=alice.user, credential=mine)
+    assert renewed != first
+    assert client.get(*_path(first)).status_code == 200  # the old one lives out its days
+
+    ListLink.objects.filter(kind="api_key", api_key_id=mine.api_key_id).update(revoked_at=timezone.now())
+    after_revoke = list_url(user=alice.user, credential=mine)
+    assert after_revoke not in (first, renewed)
+    assert client.get(*_path(renewed)).status_code == 403
+    assert client.get(*_path(after_revoke)).status_code == 200
+
+
 # --- hole 2: purge only by people ------------------------------------------------------------------------------
 
 

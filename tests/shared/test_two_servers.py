@@ -90,14 +90,14 @@ def test_failed_credentials_limit_holds_exactly_across_both_servers(servers, red
     assert attempt() == [401] * AUTH_LIMIT + [429] * 4
 
 
-def _failed_logins(urls: list[str], attempts: int) -> list[int]:
+def _failed_logins(urls: list[str], attempts: int, *, username: str = "carol") -> list[int]:
     with httpx2.Client(timeout=30) as http:
         page = http.get(urls[0] + "/accounts/login/")
         form = form_inputs(page.text)
         cookie = {"Cookie": f"csrftoken={page.cookies['csrftoken']}"}
         statuses = []
         for n in range(attempts):
-            data = {**form, "username": "carol", "password": f"wrong {n}"}
+            data = {**form, "username": username, "password": f"wrong {n}"}
             statuses.append(http.post(urls[n % len(urls)] + "/accounts/login/", data=data, headers=cookie).status_code)
     return statuses
 
@@ -304,6 +304,46 @@ def test_connections_cut_by_the_database_are_replaced_without_a_failed_request(s
             call(http, url, "/pillbox/mcp", key, "bottle_list", {})
 
 
+USER_RATE_LIMIT = 6
+REGISTRATION_LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def servers_with_user_limits(database, redis_db, tmp_path_factory) -> Iterator[list[str]]:
+    """Two servers on Redis with a small per-user MCP rate limit and client-registration limit (the main pair
+    turns the per-user limits off for its writers)."""
+    with app_servers(
+        tmp_path_factory.mktemp("servers-user-limits"), database, REDIS_URL=REDIS_URL,
+        CACHE_KEY_PREFIX="user-limits", MCP_USER_RATE_LIMIT=str(USER_RATE_LIMIT),
+        OAUTH_DCR_RATE_LIMIT=str(REGISTRATION_LIMIT),
+    ) as urls:
+        yield urls
+
+
+def test_the_per_user_mcp_rate_limit_holds_exactly_across_both_servers(servers_with_user_limits, database, redis_db):
+    """A user's MCP requests are one budget whichever server (and worker) each reaches, at either endpoint."""
+    redis_db.flushdb()
+    key = database.accounts["olga"]["key"]
+    paths = ["/mcp", "/pillbox/mcp"]
+    statuses = [
+        rpc_status(servers_with_user_limits[n % 2], paths[n % 2], bearer=key) for n in range(USER_RATE_LIMIT + 2)
+    ]
+    assert statuses == [200] * USER_RATE_LIMIT + [429, 429]
+    # Another user's budget is their own.
+    assert rpc_status(servers_with_user_limits[1], "/mcp", bearer=database.accounts["kim"]["key"]) == 200
+
+
+def test_the_client_registration_limit_holds_exactly_across_both_servers(servers_with_user_limits, redis_db):
+    redis_db.flushdb()
+    metadata = {"client_name": "x", "redirect_uris": ["http://127.0.0.1:3000/cb"], "token_endpoint_auth_method": "none"}
+    with httpx2.Client(timeout=30) as http:
+        statuses = [
+            http.post(servers_with_user_limits[n % 2] + "/o/register/", json=metadata).status_code
+            for n in range(REGISTRATION_LIMIT + 2)
+        ]
+    assert statuses == [201] * REGISTRATION_LIMIT + [429, 429]
+
+
 @pytest.fixture(scope="module")
 def servers_without_redis(database, tmp_path_factory) -> Iterator[list[str]]:
     """The same two servers without REDIS_URL, one worker process each (so each server's memory is one budget).
@@ -334,10 +374,17 @@ def test_without_redis_every_server_has_its_own_budget(servers_without_redis):
     assert at_second == [401] * AUTH_LIMIT + [429]
 
 
+def test_without_redis_every_server_has_its_own_login_budget(servers_without_redis):
+    """The same for failed logins: without the shared cache each server counts an account's failures alone."""
+    first, second = servers_without_redis
+    assert _failed_logins([first], LOGIN_LIMIT + 1, username="erin") == [200] * LOGIN_LIMIT + [429]
+    assert _failed_logins([second], LOGIN_LIMIT + 1, username="erin") == [200] * LOGIN_LIMIT + [429]
+
+
 def test_a_pool_as_large_as_the_threads_serves_every_thread_at_once(servers_without_redis, database):
-    """Each request thread hands its connection back before its tool runs on a tool thread: with a pool only as
-    large as gunicorn's --threads, twice as many concurrent MCP clients are all served (none waits out the pool's
-    timeout on a connection its own request holds)."""
+    """With a pool only as large as gunicorn's --threads, twice as many concurrent MCP clients are all served:
+    a request gives its pooled connection back (outside a transaction) before its tool runs, so none waits out
+    the pool's timeout on a connection its own request holds."""
     key = database.accounts["carol"]["key"]
     url = servers_without_redis[0]
     start = threading.Barrier(8)
