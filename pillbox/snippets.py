@@ -56,6 +56,8 @@ def head(text: str, width: int) -> str:
     if len(flat) <= width:
         return flat
     cut = flat.rfind(" ", 0, width + 1)
-    if cut < width - MAX_STRETCH:
+    # No space within MAX_STRETCH of the width, or none at all (-1, which the second test alone lets through
+    # when the width is under MAX_STRETCH): cut inside the word, at the width.
+    if cut < 0 or cut < width - MAX_STRETCH:
         cut = width
     return flat[:cut].rstrip() + ELLIPSIS

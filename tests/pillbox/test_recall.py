@@ -181,6 +181,51 @@ def test_recall_a_paraphrase_is_found_by_meaning_and_nonsense_still_finds_nothin
     run(scenario())
 
 
+WORDS_MATCH = ("Restoring Postgres backups", "Backups of Postgres are restored with pg_restore into a scratch "
+               "database first.")
+
+
+def test_recall_rows_found_by_meaning_alone_count_in_found_n_after_the_words_match(site, alice, meaning):
+    """The query "postgres backups" is a look-up (the words' pill has every term), so the word order stands and
+    a row found by meaning alone comes after the words' rows (``LOOKUP_SIMILARITY_WEIGHT`` is 0); it is counted
+    all the same. (When a query is no look-up, the fused score orders them and either may lead.)"""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            words, target, *_ = await stocked(call, "ops", [WORDS_MATCH, PARAPHRASE_TARGET, *OTHERS])
+            found = await call("pill_search", query="postgres backups")
+            assert header(found.ok) == "Found 2 pills\nused_semantic: true", found.text
+            assert hit_ids(found.text) == [words, target]
+
+    run(scenario())
+
+
+def test_recall_the_rest_api_says_when_a_pill_was_found_by_meaning(alice, meaning):
+    from django.test import Client
+
+    from pillbox import services
+    from pillbox.access import reach_for
+
+    author = {"author_name": "Ada Lovelace", "author_email": "ada@example.com"}
+    bottle = services.bottle_create(reach=reach_for(caller(alice.user)), name="ops", display_name="Ops",
+                                    scope="global")
+    reach = reach_for(caller(alice.user))
+    rx = services.prescription_open(reach=reach, bottle_id=bottle.id.hex, title="Backups", **author)
+    target, *_ = [services.pill_store(reach=reach, prescription_id=rx.id.hex, title=title, content=content,
+                                      compound="ops", **author) for title, content in [PARAPHRASE_TARGET, *OTHERS]]
+    api = Client(headers={"Authorization": f"Bearer {alice.key}"})
+
+    meant = api.get("/api/pillbox/search/", {"q": PARAPHRASE_QUERY})
+    assert meant.status_code == 200, meant.content
+    data = meant.json()
+    assert data["used_semantic"] is True and data["used_fuzzy"] is False
+    assert [hit["id"] for hit in data["results"]] == [target.id.hex[:12]] and data["total"] == 1
+
+    # A look-up by the pill's own words: found by words, so not "found by meaning".
+    lookup = api.get("/api/pillbox/search/", {"q": "pg_dump archive"}).json()
+    assert lookup["used_semantic"] is False and lookup["total"] == 1
+    assert [hit["id"] for hit in lookup["results"]] == [target.id.hex[:12]]
+
+
 def test_recall_vectors_are_written_on_store_and_revise_and_discarded_pills_leave_results(site, alice, meaning):
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
