@@ -35,6 +35,7 @@ from django.db import connections, models, transaction
 from django.utils import timezone
 
 from accounts.models import Account
+from config.private import FILE_MODE, private_db_file, private_dir
 from pillbox.databases import GLOBAL, open_local
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from todos.models import Todo
@@ -96,6 +97,7 @@ def _sha256(path: Path) -> str:
 
 
 def _copy(source: sqlite3.Connection, target: Path) -> None:
+    private_db_file(target)  # a copy holds what the original does (sessions, keys' hashes): its owner's only
     with closing(sqlite3.connect(target)) as copy:
         source.backup(copy)
         status = copy.execute("PRAGMA integrity_check").fetchone()[0]
@@ -124,7 +126,9 @@ def backup(dest: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
     dest = dest.resolve()
     if (dest / MANIFEST).exists():
         raise BackupError(f"{dest} already holds a backup; choose a new directory")
-    (dest / "local").mkdir(parents=True, exist_ok=True)
+    if not dest.exists():
+        private_dir(dest)  # a directory the person named and that exists already keeps its mode
+    private_dir(dest / "local")
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "created_at": timezone.now().isoformat(),
@@ -169,6 +173,7 @@ def backup(dest: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
         if shutil.which("pg_dump"):
             env = {"PGPASSWORD": str(_global_settings().get("PASSWORD") or "")}
             subprocess.run(command, check=True, env={**os.environ, **env})
+            (dest / "global.dump").chmod(FILE_MODE)
             manifest["global"]["file"] = "global.dump"
             say(f"dumped the PostgreSQL database -> {dest / 'global.dump'}")
         else:
@@ -225,7 +230,8 @@ def restore(source: Path, *, force: bool = False, say: Callable[[str], None] = p
         )
     for entry in manifest["locals"]:
         path = Path(entry["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_db_file(path)
         with (
             closing(sqlite3.connect(source / entry["file"])) as copy,
             closing(sqlite3.connect(path, timeout=60)) as target,

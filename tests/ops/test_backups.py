@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,9 @@ def test_backup_and_restore_bring_every_database_back(two_users, tmp_path):
     for entry in [manifest["global"], *manifest["locals"]]:
         with sqlite3.connect(dest / entry["file"]) as copy:
             assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # The copies hold what the databases do (sessions, key hashes): readable by their owner only.
+        assert stat.S_IMODE((dest / entry["file"]).stat().st_mode) == 0o600, entry["file"]
+    assert stat.S_IMODE(dest.stat().st_mode) == stat.S_IMODE((dest / "local").stat().st_mode) == 0o700
     with pytest.raises(CommandError, match="already holds a backup"):
         call_command("backup", str(dest))
 
@@ -150,6 +154,7 @@ def test_backup_and_restore_bring_every_database_back(two_users, tmp_path):
     call_command("restore", str(dest), "--force", stdout=open("/dev/null", "w"))
     forget_local_aliases()
     assert _rows(project) == before
+    assert stat.S_IMODE(db_file(project).stat().st_mode) == 0o600  # a restored file is as private as a new one
 
 
 def test_restore_refuses_a_damaged_backup(two_users, tmp_path):
