@@ -342,7 +342,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.base.exception_handler",
+    # Requests per user per minute (API_USER_RATE_LIMIT), as the MCP endpoints have MCP_USER_RATE_LIMIT.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.UserRateLimit"],
 }
+API_USER_RATE_LIMIT = int(os.environ.get("API_USER_RATE_LIMIT") or 600)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pillbox & Todos API",
     "DESCRIPTION": "The REST API over both products, for programs and the web pages. Authenticate with an API key "

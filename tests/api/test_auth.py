@@ -88,3 +88,16 @@ def test_repeated_wrong_keys_are_throttled_with_retry_after(alice, settings):
     assert answer.status == 429 and answer.error == "rate_limited" and int(answer.headers["Retry-After"]) > 0
     # A stranger's failures never lock out a right key from the same address.
     assert Api(key=alice.key).get("/api/todos/").status == 200
+
+
+def test_each_user_has_a_request_rate_and_others_keep_theirs(alice, bob, settings):
+    """API_USER_RATE_LIMIT requests a minute per user, as the MCP endpoints have theirs; 0 turns it off."""
+    settings.API_USER_RATE_LIMIT = 3
+    for _ in range(3):
+        assert Api(key=alice.key).get("/api/todos/").status == 200
+    refused = Api(key=alice.key).get(f"/api/todos/?uid={alice.uid}&key={alice.key}")
+    assert refused.status == 429 and refused.error == "rate_limited"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert Api(key=bob.key).get("/api/todos/").status == 200
+    settings.API_USER_RATE_LIMIT = 0
+    assert Api(key=alice.key).get("/api/todos/").status == 200
