@@ -193,11 +193,22 @@ def _unreadable(path: Path, reason: object) -> ImportFailed:
     )
 
 
+def _openable(path: Path) -> None:
+    """ImportFailed naming why, when the file cannot even be opened for reading (its mode or owner forbid it):
+    SQLite would only say it is "unable to open database file"."""
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise _unreadable(path, (exc.strerror or str(exc)).lower()) from None
+
+
 def recognise(path: Path) -> Found | None:
     """The original Pillbox's file at ``path``, or None when the file is something else.
 
     Raises ImportFailed when the file exists but cannot be read as a database at all.
     """
+    _openable(path)
     try:
         with closing(_read_only(path)) as conn:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -487,6 +498,9 @@ def _log(snapshot: Snapshot, counts: Counts) -> None:
 def local_snapshot(path: Path) -> Snapshot | None:
     """What the original's project file at ``path`` holds, when it was never imported; None for any other
     file (ours, a global file, or one our own checks will judge). ImportFailed for a file that cannot be."""
+    # A file that cannot even be opened (its mode, its owner) is named now: let through, every query on it would
+    # fail later, an internal error in each tool that reaches it. Whose file it is cannot be told unread.
+    _openable(path)
     try:
         found = recognise(path)
     except ImportFailed:

@@ -27,8 +27,9 @@ from django.test import Client
 from django.urls import reverse
 
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
-from tests.clients import ROOT, run, stdio_client, text_of
+from tests.clients import ROOT, http_client, run, stdio_client, text_of
 from tests.pillbox.scenario import (
+    fresh_home,
     http_session,
     local_bottles_over_http_fixture,  # noqa: F401 (a fixture)
     site_fixture,  # noqa: F401 (a fixture)
@@ -525,3 +526,276 @@ def test_a_row_that_cannot_be_taken_as_it_is_stops_only_its_file(alice, local_bo
 def our_tables(path: Path) -> set[str]:
     with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
         return {name for (name,) in conn.execute("SELECT name FROM sqlite_master") if name.startswith("pillbox_")}
+
+
+# ---------------------------------------------------------------- after the import: pages, linking, more files
+
+
+def rx_of(summary: dict[str, Any]) -> dict[str, str]:
+    return {pill: rx for rx, pills in summary["_pills_by_rx"].items() for pill in pills}
+
+
+def title_words(row: dict[str, Any]) -> str:
+    return row["title"].split(" (")[0]
+
+
+def test_a_discarded_row_from_the_original_is_restored_from_the_pages_and_found_again(
+        site, alice, local_bottles_over_http, tmp_path):
+    summary = build(tmp_path / "fixture", seed=2, pills=4)
+    index_pills_by_prescription(summary)
+    paths, parent, state = files(summary), rx_of(summary), {row["id"]: row["state"] for row in summary["prescriptions"]}
+    # The original left one pill live under the shop's discarded prescription: ours discards it with it.
+    gone = next(row["id"] for row in summary["prescriptions"]
+                if row["bottle"] == "shop" and row["state"] == "discarded")
+    left_live, *one_by_one = sorted(summary["_pills_by_rx"][gone])
+    with closing(sqlite3.connect(paths["shop"])) as conn:
+        conn.execute("UPDATE pills SET deleted_at = NULL WHERE id = ?", (left_live,))
+        conn.commit()
+    before = dumps(summary)
+    command("--home", str(summary["dest"] / "home"), "--user", "alice")
+    pill = {row["id"]: row for row in summary["pills"]}
+    # A pill the original discarded on its own in a live prescription, in the global bottle and in a local one.
+    alone = {bottle: next(row for row in summary["pills"] if row["bottle"] == bottle and row["discarded"]
+                          and state[parent[row["id"]]] != "discarded") for bottle in ("notes", "shop")}
+    capsule = next(row for row in summary["capsules"] if row["discarded"])
+    pills = [alone["notes"], alone["shop"], pill[left_live], pill[one_by_one[0]]]
+
+    async def agent_sees(restored: set[str]) -> None:
+        async with http_session(site, alice.key) as call:
+            for row in pills:
+                found = ids_in((await call("pill_search", query=title_words(row), limit=100)).text)
+                read = (await call("pill_read", id=short(row["id"]))).text
+                assert (short(row["id"]) in found) is (row["id"] in restored), (row, found)
+                assert read.startswith("error: not_found") is (row["id"] not in restored), read
+            found = ids_in((await call("capsule_search", query=title_words(capsule), limit=100)).text)
+            read = (await call("capsule_read", id=capsule["id"])).text
+            assert (short(capsule["id"]) in found) is (capsule["id"] in restored)
+            assert (f"title: {capsule['title']}" in read) is (capsule["id"] in restored), read
+
+    def in_page_search(row: dict[str, Any], kind: str) -> bool:
+        html = pages.get("/pillbox/search", {"q": title_words(row)}).content.decode()
+        return f"/pillbox/{kind}/{row['id'].replace('-', '')}/" in html
+
+    def deleted_at(row: dict[str, Any]) -> Any:
+        if row["bottle"] == "notes":
+            return Pill.objects.get(pk=row["id"]).deleted_at
+        return our_rows(paths["shop"], "pill")[row["id"].replace("-", "")]["deleted_at"]
+
+    run(agent_sees(set()))
+    pages = Client()
+    pages.force_login(alice.user)
+    for row in alone.values():
+        url = f"/pillbox/pills/{row['id']}/"
+        assert "discarded" in pages.get(url).content.decode() and not in_page_search(row, "pills")
+        assert pages.post(url + "restore").status_code == 303
+        assert deleted_at(row) is None and in_page_search(row, "pills")
+    # Restoring the prescription brings back the pill discarded with it; those the original discarded one by one
+    # before (their own deleted_at, earlier than the prescription's) stay discarded, as ours do, until restored.
+    assert pages.post(f"/pillbox/prescriptions/{gone}/restore").status_code == 303
+    assert deleted_at(pill[left_live]) is None and in_page_search(pill[left_live], "pills")
+    assert all(deleted_at(pill[key]) is not None for key in one_by_one)
+    assert pages.post(f"/pillbox/pills/{one_by_one[0]}/restore").status_code == 303
+    assert capsule["title"] not in pages.get("/pillbox/capsules/").content.decode()
+    assert capsule["title"] in pages.get("/pillbox/capsules/", {"show": "discarded"}).content.decode()
+    assert pages.post(f"/pillbox/capsules/{capsule['id']}/restore").status_code == 303
+    assert Capsule.objects.get(pk=capsule["id"]).deleted_at is None and in_page_search(capsule, "capsules")
+    run(agent_sees({row["id"] for row in pills} | {capsule["id"]}))
+    assert dumps(summary) == before  # restoring changes our rows only, never the original's
+
+
+def test_bottle_vinculate_on_a_project_the_original_wrote_brings_it_across_and_says_so_once(tmp_path):
+    summary = build(tmp_path / "fixture", seed=4, pills=3)
+    index_pills_by_prescription(summary)
+    shop, path = summary["dest"] / "projects" / "shop", files(summary)["shop"]
+    before = original_dump(path)
+    home = fresh_home(tmp_path / "me")  # a home without the original: only the project was written by it
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=tmp_path, PILLBOX_HOME=str(home / ".pillbox")) as client:
+            linked = text_of(await client.call_tool("bottle_vinculate", {"directory": str(shop)}))
+            assert linked.count(NOTICE) == 1
+            notice, answer = linked.split("\n\n", 1)
+            assert notice == f"{NOTICE}1 bottle, 4 prescriptions, 12 pills"
+            bottle = next(row for row in summary["bottles"] if row["name"] == "shop")
+            assert answer.splitlines()[:3] == ["status: linked", f"bottle_id: {short(bottle['id'])}", "name: shop"]
+            assert f"db_path: {path}" in answer
+            check_rows(summary, "shop", path)
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            assert NOTICE not in listing and bottle_lines(listing)["Shop"].startswith("● Shop [local]")
+            await check_what_an_agent_sees(client, summary, ["shop"])
+            again = text_of(await client.call_tool("bottle_vinculate", {"directory": str(shop)}))
+            assert NOTICE not in again and again.startswith("status: already_linked")
+        async with stdio_client("pillbox", home=home, cwd=tmp_path, PILLBOX_HOME=str(home / ".pillbox")) as client:
+            # A new process: the file carries the record of its import.
+            again = text_of(await client.call_tool("bottle_vinculate", {"directory": str(shop)}))
+            assert NOTICE not in again and again.startswith("status: already_linked")
+
+    run(scenario())
+    assert len(our_rows(path, "pill")) == sum(1 for row in summary["pills"] if row["bottle"] == "shop")
+    assert original_dump(path) == before
+
+
+def test_import_original_names_a_project_not_in_the_registry_imports_and_registers_it(
+        site, alice, local_bottles_over_http, fixture_home, tmp_path):
+    summary = fixture_home
+    paths, projects = files(summary), summary["dest"] / "projects"
+    before = dumps(summary)
+    nobody = tmp_path / "no-original"  # a home where the original never ran: no registry names the project
+    nobody.mkdir()
+    out, err = command("--home", str(nobody), "--user", "alice", str(projects / "shop"))
+    assert err == ""
+    assert f"{paths['shop']} (local): imported 1 bottle, 4 prescriptions, 16 pills" in out
+    assert f"{paths['shop']}: bottle shop registered" in out
+    registration = Registration.objects.get(user=alice.user)
+    assert (registration.name, registration.scope, registration.db_path, registration.directory) == \
+        ("shop", "local", str(paths["shop"]), str(projects / "shop"))
+    check_rows(summary, "shop", paths["shop"])
+
+    async def alice_sees(names: set[str]) -> None:
+        async with http_session(site, alice.key) as call:
+            listing = (await call("bottle_list")).ok
+            assert {name for name, line in bottle_lines(listing).items() if line.startswith("●")} == names
+            for row in live(summary, "pills", bottle="shop"):
+                assert short(row["id"]) in ids_in((await call("pill_search", query=title_words(row), limit=100)).text)
+
+    run(alice_sees({"Shop"}))
+    out, _ = command("--home", str(nobody), "--user", "alice", str(projects / "shop"))
+    assert f"{paths['shop']} (local): already imported" in out and f"{paths['shop']}: bottle shop is registered" in out
+    assert Registration.objects.filter(user=alice.user).count() == 1
+    # Then the home: the registry's entries join hers, and the moved project named at its new place is linked
+    # there (the registry still has its old one).
+    out, err = command("--home", str(summary["dest"] / "home"), "--user", "alice", str(projects / "blog"))
+    assert err == ""
+    assert f"{paths['blog']} (local): imported 1 bottle, 4 prescriptions, 16 pills" in out
+    assert f"{paths['blog']}: bottle blog is registered" in out
+    blog = Registration.objects.get(user=alice.user, name="blog")
+    assert (blog.db_path, blog.directory) == (str(paths["blog"]), str(projects / "blog"))
+    run(alice_sees({"Notes", "Shop", "Blog"}))
+    assert dumps(summary) == before
+
+
+def test_over_http_the_imported_global_memory_reads_as_over_stdio(site, alice, local_bottles_over_http, fixture_home):
+    """Context in order, short ids, capsules read, a misspelt word: on SQLite and, in CI's second pass, PostgreSQL."""
+    summary = fixture_home
+    command("--home", str(summary["dest"] / "home"), "--user", "alice")
+    notes = live(summary, "pills", bottle="notes")
+    word, row = max(((word, row) for row in notes for word in title_words(row).split() if word.isalpha()),
+                    key=lambda pair: (len(pair[0]), pair[0]))
+    assert len(word) > 6
+    typo = (word[:3] + ("x" if word[3] != "x" else "q") + word[4:]).lower()  # one letter wrong
+
+    async def scenario() -> None:
+        async with http_client(site + "/pillbox/mcp", key=alice.key) as client:
+            await check_what_an_agent_sees(client, summary, ["notes"])
+            await check_capsules(client, summary)
+            fuzzy = text_of(await client.call_tool("pill_search", {"query": typo, "limit": 100}))
+            assert "used_fuzzy: true" in fuzzy and short(row["id"]) in ids_in(fuzzy), (typo, fuzzy)
+
+    run(scenario())
+
+
+# ---------------------------------------------------------------- files that cannot be imported
+
+
+def unreadable(path: Path) -> None:
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        path.chmod(0o600)
+        pytest.skip("this user reads a file whatever its mode (root?): it cannot be made unreadable")
+
+
+def make_unversioned(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("DELETE FROM schema_migrations")
+        conn.commit()
+
+
+CANNOT_READ = ("could not be read (permission denied); check that it is readable or restore it from a backup, then "
+               "run `manage.py import_original` again. Nothing was imported from it and it was not changed.")
+NEWER = ("was written by a newer version of the original Pillbox (its schema version 2; this Pillbox imports version "
+         "1); upgrade Pillbox to import it. Nothing was imported from it and it was not changed.")
+UNVERSIONED = ("records no schema version this Pillbox knows (0); open it once with the original Pillbox so it "
+               "finishes its own migrations, then run `manage.py import_original` again. Nothing was imported from it.")
+
+
+def import_failing(summary: dict[str, Any], *projects: str) -> str:
+    err = io.StringIO()
+    with pytest.raises(CommandError, match=r"\d+ file\(s\) could not be imported"):
+        call_command("import_original", "--home", str(summary["dest"] / "home"), "--user", "alice",
+                     *(str(summary["dest"] / "projects" / name) for name in projects), stdout=io.StringIO(), stderr=err)
+    return err.getvalue()
+
+
+def assert_only_the_global_file_came_across(summary: dict[str, Any]) -> None:
+    assert Capsule.objects.count() == len(summary["capsules"])
+    assert Pill.objects.count() == sum(1 for pill in summary["pills"] if pill["bottle"] == "notes")
+    assert list(OriginalImport.objects.values_list("source", flat=True)) == [str(files(summary)["global"])]
+
+
+def test_an_unreadable_file_and_a_newer_one_are_named_and_the_others_still_import(alice, local_bottles_over_http,
+                                                                                   fixture_home):
+    summary = fixture_home
+    paths = files(summary)
+    make_newer(paths["blog"])
+    raw = {name: paths[name].read_bytes() for name in ("shop", "blog")}
+    unreadable(paths["shop"])
+    try:
+        errors = import_failing(summary, "blog")
+    finally:
+        paths["shop"].chmod(0o600)
+    assert errors.splitlines() == [f"error: {paths['shop']} {CANNOT_READ}", f"error: {paths['blog']} {NEWER}"]
+    # The global file came across whole; nothing of the two others was written, not even our schema.
+    assert_only_the_global_file_came_across(summary)
+    assert {name: paths[name].read_bytes() for name in ("shop", "blog")} == raw
+    assert not our_tables(paths["shop"]) and not our_tables(paths["blog"])
+
+
+def test_a_file_that_records_no_schema_version_is_named_and_the_others_still_import(alice, local_bottles_over_http,
+                                                                                     fixture_home):
+    summary = fixture_home
+    paths = files(summary)
+    make_unversioned(paths["blog"])
+    raw = paths["blog"].read_bytes()
+    assert import_failing(summary, "blog").splitlines() == [f"error: {paths['blog']} {UNVERSIONED}"]
+    assert len(our_rows(paths["shop"], "pill")) == sum(1 for pill in summary["pills"] if pill["bottle"] == "shop")
+    assert_only_the_global_file_came_across(summary)
+    assert paths["blog"].read_bytes() == raw and not our_tables(paths["blog"])
+
+
+@pytest.mark.parametrize("which", ["global", "shop"])
+def test_an_unreadable_file_is_named_over_stdio_and_the_other_files_still_import(tmp_path, which):
+    summary = build(tmp_path / "fixture", seed=6, pills=2)
+    home, paths = summary["dest"] / "home", files(summary)
+    shop = summary["dest"] / "projects" / "shop"
+    raw = paths[which].read_bytes()
+    unreadable(paths[which])
+    # Our data directory apart from the original's, so an unreadable original global file is only that.
+    data = tmp_path / "data"
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=shop, PILLBOX_HOME=str(data)) as client:
+            listing = text_of(await client.call_tool("bottle_list", {}))
+            notice, failure = listing.split("\n\n", 1)[0].splitlines()
+            assert failure == f"not imported from the original Pillbox: {paths[which]} {CANNOT_READ}"
+            capsules = text_of(await client.call_tool("capsule_search", {"query": "lesson", "limit": 100}))
+            assert not capsules.startswith("error:"), capsules
+            if which == "global":
+                assert notice == f"{NOTICE}1 bottle, 4 prescriptions, 8 pills"
+                assert bottle_lines(listing)["Shop"].startswith("● Shop [local]") and "Notes" not in listing
+            else:
+                assert notice == f"{NOTICE}1 bottle, 2 prescriptions, 4 pills, 8 capsules, 3 registry entries"
+                assert len(ids_in(capsules)) == len(live(summary, "capsules"))
+                context = text_of(await client.call_tool("bottle_context", {"bottle_id": "shop"}))
+                assert context.startswith("error: incompatible_db") and str(paths["shop"]) in context, context
+            # Search works on, over what did come across.
+            for row in live(summary, "pills", bottle="shop" if which == "global" else "notes"):
+                found = text_of(await client.call_tool("pill_search", {"query": title_words(row), "limit": 100}))
+                assert short(row["id"]) in ids_in(found), found
+            again = text_of(await client.call_tool("bottle_list", {}))
+            assert "the original Pillbox" not in again  # told once
+
+    try:
+        run(scenario())
+    finally:
+        paths[which].chmod(0o600)
+    assert paths[which].read_bytes() == raw
