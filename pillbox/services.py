@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
+from config.gitexclude import exclude_from_git
 from pillbox import ids, original, quotas, semantic
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import (
@@ -74,52 +75,6 @@ def _workdir(reach: Reach) -> Path:
     if workdir is None:
         raise ValidationFailed("There is no working directory; use scope: \"global\".", scope="local needs a directory")
     return workdir.resolve()
-
-
-def _linked_git_dir(dot_git: Path) -> Path | None:
-    """The git directory a ``.git`` file (``gitdir: …``) names, when it is this work tree's own: a worktree's
-    (its ``gitdir`` file points back here; git reads ``info/exclude`` from the common directory) or a
-    submodule's (inside the ``.git/modules`` of a repository above). Any other target is someone else's
-    directory, and nothing is written there."""
-    text = dot_git.read_text(errors="replace").strip()
-    if not text.startswith("gitdir:"):
-        return None
-    target = (dot_git.parent / text.removeprefix("gitdir:").strip()).resolve()
-    if not (target / "HEAD").is_file():
-        return None
-    back_link = target / "gitdir"
-    if back_link.is_file():
-        if Path(back_link.read_text(errors="replace").strip()).resolve() != dot_git.resolve():
-            return None
-        common = target / "commondir"
-        return (target / common.read_text().strip()).resolve() if common.is_file() else target
-    for above in dot_git.parent.parents:
-        if (above / ".git").is_dir() and target.is_relative_to((above / ".git" / "modules").resolve()):
-            return target
-    return None
-
-
-def _exclude_from_git(directory: Path) -> None:
-    """Keep the bottle database out of commits when the project is a git work tree."""
-    for parent in (directory, *directory.parents):
-        dot_git = parent / ".git"
-        if dot_git.is_dir():
-            git_dir = dot_git
-        elif dot_git.is_file():
-            found = _linked_git_dir(dot_git)
-            if found is None:
-                return
-            git_dir = found
-        else:
-            continue
-        exclude = git_dir / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        lines = exclude.read_text().splitlines() if exclude.exists() else []
-        entry = "/" + str((directory / ".pillbox").relative_to(parent)) + "/"
-        if entry not in lines and ".pillbox/" not in lines:
-            with exclude.open("a") as handle:
-                handle.write(("\n" if lines and lines[-1] else "") + entry + "\n")
-        return
 
 
 def _refuse_untrusted(directory: Path) -> None:
@@ -183,7 +138,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str, nes
             created_at=timezone.now(),
         )
     register(user=reach.user, bottle=bottle, db_path=path)
-    _exclude_from_git(directory)
+    exclude_from_git(directory, ".pillbox/", also=".pillbox/")
     return bottle
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 import tomllib
 from io import StringIO
@@ -148,6 +149,29 @@ def test_http_uses_the_site_and_a_fresh_key(places, settings, alice):
     assert '[mcp_servers.todos]\nurl = "https://pillbox.example.com/mcp"\nhttp_headers = { "Authorization"' in toml
     with pytest.raises(CommandError, match="no user named 'nobody'"):
         connect("cursor", "--http", "--user", "nobody")
+
+
+def test_a_written_key_is_private_and_kept_out_of_the_projects_commits(places, alice):
+    """An HTTP entry carries a bearer key: the file (and its backup) become 0600, and in a git project both go
+    into .git/info/exclude, so the key is neither read by other accounts nor committed by accident."""
+    _, project = places
+    (project / ".git" / "info").mkdir(parents=True)
+    (project / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}')
+    said = connect("claude-code", "--http", "--write", "--user", "alice")
+    assert "holds an API key" in said and "out of git" in said
+    backups = list(project.glob(".mcp.json.bak-*"))
+    assert len(backups) == 1
+    for path in (project / ".mcp.json", backups[0]):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    excluded = (project / ".git" / "info" / "exclude").read_text().splitlines()
+    assert "/.mcp.json" in excluded and "/.mcp.json.bak-*" in excluded
+    connect("claude-code", "--http", "--write", "--user", "alice")  # a second time adds no line
+    assert (project / ".git" / "info" / "exclude").read_text().splitlines() == excluded
+    # A stdio entry holds no secret: its file is left as the person has it.
+    (project / ".cursor").mkdir()
+    connect("cursor", "--write", "--user", "alice")
+    assert "holds an API key" not in connect("cursor", "--write", "--user", "alice")
+    assert "/.cursor/mcp.json" not in (project / ".git" / "info" / "exclude").read_text()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config import connect
 from config.connect import CLIENTS, ConnectError
+from config.gitexclude import exclude_from_git
 
 
 class Command(BaseCommand):
@@ -45,7 +46,7 @@ class Command(BaseCommand):
         try:
             path = connect.config_file(client, chosen, home=home, project=where)
             servers = self._servers(client, http, user)
-            self._connect(client, chosen, path, servers, write)
+            self._connect(client, chosen, path, servers, write, where)
             if hooks:
                 self._hook(chosen, home, where, write, user)
         except ConnectError as exc:
@@ -72,7 +73,7 @@ class Command(BaseCommand):
         return connect.http_servers(settings.SITE_URL, key)
 
     def _connect(
-        self, client: str, scope: connect.Scope, path: Path, servers: list[connect.Server], write: bool
+        self, client: str, scope: connect.Scope, path: Path, servers: list[connect.Server], write: bool, where: Path
     ) -> None:
         if client == "codex":
             text = connect.toml_tables(servers)
@@ -90,6 +91,22 @@ class Command(BaseCommand):
             connect.merge_json(path, connect.json_document(client, servers))
         kept = f" (the previous file is kept as {saved})" if saved else ""
         self.stdout.write(f"Wrote pillbox and todos to {path}{kept}. Restart {client} to pick them up.")
+        if servers and servers[0].is_http:
+            self._guard_key(path, saved, scope, where)
+
+    def _guard_key(self, path: Path, saved: Path | None, scope: connect.Scope, where: Path) -> None:
+        """The file (and its backup) now hold an API key: its owner's only, and, in a project, out of git."""
+        for written in (path, saved):
+            if written is not None:
+                written.chmod(0o600)
+        if scope == "project" and path.is_relative_to(where):
+            name = str(path.relative_to(where))
+            exclude_from_git(where, name)
+            exclude_from_git(where, name + ".bak-*")
+            self.stdout.write(f"{path} holds an API key: it is readable by you only and kept out of git commits "
+                              "(.git/info/exclude); don't share it.")
+        else:
+            self.stdout.write(f"{path} holds an API key: it is readable by you only; don't share it.")
 
     def _hook(self, scope: connect.Scope, home: Path, project: Path, write: bool, user: str | None) -> None:
         path = connect.hook_file(scope, home=home, project=project)
