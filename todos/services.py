@@ -101,6 +101,18 @@ def todo_put(
     ):
         raise ValidationFailed(problems)
     blockers = rules.dedupe(blocked_by)
+    # Every field a put replaces, as stored (a put also restores a deleted todo).
+    values: dict[str, object] = {
+        "name": name,
+        "description": description,
+        "priority": priority,
+        "completed_at": completed_at,
+        "deadline_at": deadline_at,
+        "links": rules.dedupe(links),
+        "tags": rules.normal_tags(tags),
+        "blocked_by": blockers,
+        "deleted_at": None,
+    }
     with transaction.atomic():
         account, now = _lock_and_stamp(owner)
         # Checked under the owner's lock, so two concurrent puts cannot each close half of a loop.
@@ -115,15 +127,12 @@ def todo_put(
                     "(completed and deleted todos count too); purge deleted todos on the /list page to make room"
                 )
             todo = Todo(owner=owner, key=key, created_at=now)
-        todo.name = name
-        todo.description = description
-        todo.priority = priority
-        todo.completed_at = completed_at
-        todo.deadline_at = deadline_at
-        todo.links = rules.dedupe(links)
-        todo.tags = rules.normal_tags(tags)
-        todo.blocked_by = blockers
-        todo.deleted_at = None
+        elif all(getattr(todo, field) == value for field, value in values.items()):
+            # Sent again as it is: nothing is written and updatedAt stays, so a repeated put answers the same and
+            # changes nothing more (put_todo is marked idempotent; complete and reopen skip their no-op writes too).
+            return todo
+        for field, value in values.items():
+            setattr(todo, field, value)
         todo.updated_at = now
         todo.save()
     return todo

@@ -164,16 +164,22 @@ FILTERS: dict[str, Any] = {
         "minLength": 1,
         "maxLength": 64,
         "description": "Only todos with a deadline before this: an ISO 8601 date or date-time, or `today` (due by "
-        f"the end of today, overdue included), `tomorrow`, `this week`, `overdue` (past due). {DUE_HELP}",
+        f"the end of today, overdue included), `tomorrow`, `this week`, `overdue` (past due). {DUE_HELP} E.g. "
+        "`this week` (due by Sunday night) or `2026-12-24`.",
     },
     "dueAfter": {
         "type": "string",
         "minLength": 1,
         "maxLength": 64,
         "description": "Only todos with a deadline at or after this: an ISO 8601 date or date-time, or `today` "
-        "(due today or later), `tomorrow`, `this week`, `overdue` (not yet past due).",
+        "(due today or later), `tomorrow`, `this week`, `overdue` (not yet past due). E.g. `2026-12-01` with "
+        "dueBefore `2027-01-01`: due in December.",
     },
-    "priority": {"type": "string", "enum": list(rules.PRIORITIES), "description": "Only todos of this priority."},
+    "priority": {
+        "type": "string",
+        "enum": list(rules.PRIORITIES),
+        "description": "Only todos of this priority, e.g. `high`.",
+    },
     "under": {
         **ID_SCHEMA,
         "description": "Only this todo and its sub-tasks at any depth (a todo's parent is the first of its links "
@@ -192,8 +198,8 @@ VIEW: dict[str, Any] = {
     "default": "json",
     "description": "`json` (the default): an array of Todos. `compact`: one line per todo, "
     "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...]; sub-tasks indented "
-    "under their parent, about a fifth of the JSON's size. `tree`: the JSON with sub-tasks nested under "
-    "`subtasks` of their parent.",
+    "under their parent; usually a fifth to a third of the JSON's characters. `tree`: the JSON with sub-tasks "
+    'nested under `subtasks` of their parent, e.g. `[{"id":"remodel-basement",…,"subtasks":[{"id":"drywall",…}]}]`.',
 }
 LIST_INPUT = _object(
     {
@@ -210,7 +216,7 @@ NEXT_INPUT = _object(
             "minimum": 1,
             "maximum": 200,
             "default": 10,
-            "description": "Most todos to return.",
+            "description": "Most todos to return, e.g. 3 for the next three steps.",
         },
         **FILTERS,
         "view": VIEW,
@@ -502,9 +508,10 @@ TOOLS: tuple[Tool, ...] = (
         title="Create or replace a todo",
         description="Create a todo, or replace the user's todo with the same id entirely: every field takes "
         "the value given or its default (priority medium, no completedAt, no deadlineAt, no links, tags or "
-        "blockedBy), createdAt is kept, and a deleted todo is restored. To change one field, read the todo with "
-        "get_todo first and send all its fields back. blockedBy lists todos that must be completed first "
-        f"(a loop is refused, naming it). Returns {TODO_JSON}.",
+        "blockedBy), createdAt is kept, and a deleted todo is restored; sent again unchanged, the todo and its "
+        "updatedAt stay as they are. To change one field, read the todo with get_todo first and send all its "
+        "fields back. blockedBy lists todos that must be completed first (a loop is refused, naming it). "
+        f"Returns {TODO_JSON}.",
         input_schema=PUT_INPUT,
         output_schema=TODO_SCHEMA,
         handler=put_todo,

@@ -7,6 +7,7 @@ Like ``helpers``' scenarios, each keeps to its own id prefix and narrows every l
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -73,6 +74,13 @@ async def scenario_seed_answers_unchanged(client: Client, uid: str | None) -> No
             assert all(list(todo) == TODO_KEYS for todo in answer.data)
     done = await ok(client, "complete_todo", id="sb-child")
     assert done.text == seed_json(done.data) and done.data["createdAt"] == child["createdAt"]
+    reopened = await ok(client, "reopen_todo", id="sb-child")
+    assert reopened.text == seed_json(reopened.data) and reopened.data["completedAt"] is None
+    deleted = await ok(client, "delete_todo", id="sb-child")
+    assert deleted.text == seed_json(deleted.data) and deleted.data["deletedAt"] is not None
+    assert (await ok(client, "get_todo", id="sb-child")).text == deleted.text
+    usage = await ok(client, "get_list_usage")
+    assert usage.text == '{{"count":{count},"maxTasks":{maxTasks},"percentage":{percentage}}}'.format(**usage.data)
 
 
 async def scenario_tags(client: Client) -> None:
@@ -278,3 +286,202 @@ async def scenario_views(client: Client) -> None:
     shown = await ok(client, "list_todos", under="vw-root", includeDeleted=True, view="compact")
     assert shown.text.splitlines()[-1] == "  vw-light · low · - · Lighting [deleted]"
     assert (await ok(client, "list_todos", under="vw-done", view="compact")).text == "No todos."
+
+
+async def scenario_next_default_limit(client: Client) -> None:
+    """Without a limit, next_todos answers its first ten: the schema's default, and what the tool does."""
+    listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert listed["next_todos"].input_schema["properties"]["limit"]["default"] == 10
+    await put(client, "nl-root", "Twelve steps", priority="low")
+    steps = [f"nl-{number:02d}" for number in range(1, 13)]
+    for key in steps:  # medium, no deadline: taken oldest first, all before the low root
+        await put(client, key, f"Step {key}", links=["nl-root"])
+    await put(client, "nl-waits", "Waits on the first", priority="high", links=["nl-root"], blockedBy=["nl-01"])
+    await put(client, "nl-done", "Already done", priority="high", links=["nl-root"])
+    await ok(client, "complete_todo", id="nl-done")
+    everything = [*steps, "nl-root"]  # 13 eligible: nl-waits is blocked, nl-done completed
+    assert await ids(client, "next_todos", under="nl-root", limit=200) == everything
+    default = await ok(client, "next_todos", under="nl-root")
+    assert [todo["id"] for todo in default.data] == everything[:10]
+    assert default.text == (await ok(client, "next_todos", under="nl-root", limit=10)).text
+    compact = (await ok(client, "next_todos", under="nl-root", view="compact")).text.splitlines()
+    assert [line.split(" · ")[0] for line in compact] == everything[:10]
+    tree = (await ok(client, "next_todos", under="nl-root", view="tree")).data
+    # nl-root is eleventh, so not in the answer: each step is a root of its own, still in the order to take them.
+    assert [todo["id"] for todo in tree] == everything[:10] and not any("subtasks" in todo for todo in tree)
+
+
+async def scenario_next_filters(client: Client) -> None:
+    """tag, dueBefore and dueAfter narrow next_todos too; what is blocked or done stays out, the order stays."""
+    now = datetime.now(UTC)
+    await put(client, "nd-root", "Next with filters", priority="low")
+    todos = [
+        ("nd-late", "medium", now + timedelta(days=30), ["ops"]),
+        ("nd-soon", "medium", now + timedelta(days=2), []),
+        ("nd-high-soon", "high", now + timedelta(days=3), ["ops", "db"]),
+        ("nd-past", "low", now - timedelta(days=2), ["ops"]),
+        ("nd-none", "high", None, ["ops"]),
+    ]
+    for key, priority, deadline, tags in todos:
+        await put(
+            client, key, key, priority=priority, links=["nd-root"], deadlineAt=deadline and iso(deadline), tags=tags
+        )
+    soon = iso(now + timedelta(days=1))
+    await put(client, "nd-blocked", "Blocked", priority="high", links=["nd-root"], deadlineAt=soon, tags=["ops"],
+              blockedBy=["nd-soon"])
+    await put(client, "nd-done", "Done", priority="high", links=["nd-root"], deadlineAt=soon, tags=["ops"])
+    await ok(client, "complete_todo", id="nd-done")
+
+    async def next_ids(**arguments: Any) -> list[str]:
+        return await ids(client, "next_todos", under="nd-root", **arguments)
+
+    assert await next_ids() == ["nd-past", "nd-high-soon", "nd-none", "nd-soon", "nd-late", "nd-root"]
+    assert await next_ids(tag="ops") == ["nd-past", "nd-high-soon", "nd-none", "nd-late"]
+    assert await next_ids(tag="OPS") == await next_ids(tag="ops")
+    assert await next_ids(tag="db") == ["nd-high-soon"]
+    assert await next_ids(tag="nobody-has-it") == []
+    assert await next_ids(tag="ops", limit=1) == ["nd-past"]
+    # A todo without a deadline never passes a due filter; dueBefore is strictly before, dueAfter at or after.
+    assert await next_ids(dueBefore="overdue") == ["nd-past"]
+    assert await next_ids(dueAfter="overdue") == ["nd-high-soon", "nd-soon", "nd-late"]
+    week = iso(now + timedelta(days=7))
+    assert await next_ids(dueBefore=week) == ["nd-past", "nd-high-soon", "nd-soon"]
+    assert await next_ids(dueAfter=soon, dueBefore=week) == ["nd-high-soon", "nd-soon"]
+    assert await next_ids(dueAfter=iso(now + timedelta(days=2))) == ["nd-high-soon", "nd-soon", "nd-late"]
+    assert await next_ids(dueAfter=iso(now + timedelta(days=2, milliseconds=1))) == ["nd-high-soon", "nd-late"]
+    assert await next_ids(tag="ops", dueAfter="overdue") == ["nd-high-soon", "nd-late"]
+    assert await next_ids(tag="ops", dueBefore=week, priority="high") == ["nd-high-soon"]
+    compact = (await ok(client, "next_todos", under="nd-root", tag="ops", dueBefore="overdue", view="compact")).text
+    assert compact == f"nd-past · low · {now - timedelta(days=2):%Y-%m-%d %H:%M} overdue · nd-past #ops"
+    # Completing what nd-blocked waits on frees it, and it is then next among the filtered ones.
+    await ok(client, "complete_todo", id="nd-soon")
+    assert await next_ids(dueBefore=week) == ["nd-past", "nd-blocked", "nd-high-soon"]
+    assert await next_ids(tag="ops", dueAfter="overdue") == ["nd-blocked", "nd-high-soon", "nd-late"]
+
+
+async def scenario_search_priority(client: Client) -> None:
+    await put(client, "sp-high", "Zephyr release notes", priority="high")
+    await put(client, "sp-high-done", "Zephyr launch checklist", priority="high")
+    await put(client, "sp-medium", "Zephyr release blog post")
+    await put(client, "sp-low", "Zephyr release party", priority="low", tags=["fun"])
+    await put(client, "sp-low-other", "Unrelated chores", priority="low")
+    await ok(client, "complete_todo", id="sp-high-done")
+    assert set(await ids(client, "search_todos", prefix="sp-", query="zephyr")) == {"sp-high", "sp-medium", "sp-low"}
+    assert await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="high") == ["sp-high"]
+    assert await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="medium") == ["sp-medium"]
+    assert await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="low") == ["sp-low"]
+    assert set(
+        await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="high", includeCompleted=True)
+    ) == {"sp-high", "sp-high-done"}
+    assert await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="low", tag="fun") == ["sp-low"]
+    assert await ids(client, "search_todos", prefix="sp-", query="zephyr", priority="medium", tag="fun") == []
+    # A typo still finds it, and the priority still narrows it; a bad priority is refused in the usual sentence.
+    assert await ids(client, "search_todos", prefix="sp-", query="zephir", priority="low") == ["sp-low"]
+    assert await refused(client, "search_todos", query="zephyr", priority="High") == (
+        "priority must be one of low, medium, high"
+    )
+
+
+def _tree_edges(nodes: list[dict[str, Any]], parent: str | None = None) -> list[tuple[str | None, str]]:
+    """(parent id, id) for every node of a tree answer, depth first, checking each node is a Todo plus subtasks."""
+    edges: list[tuple[str | None, str]] = []
+    for node in nodes:
+        extra = [key for key in node if key not in TODO_KEYS]
+        assert set(extra) <= {"tags", "blockedBy", "subtasks"} and list(node)[: len(TODO_KEYS)] == TODO_KEYS
+        assert node.get("subtasks", [None]) != []  # present only when not empty
+        edges.append((parent, node["id"]))
+        edges += _tree_edges(node.get("subtasks", []), node["id"])
+    return edges
+
+
+async def scenario_tree_on_search_and_next(client: Client) -> None:
+    """view "tree" on search_todos and next_todos: the same todos as the JSON, nested under the parents found."""
+    await put(client, "tr-house", "Paint the house", "Outside first", priority="low")
+    await put(client, "tr-walls", "Paint the walls", links=["tr-house"], priority="high")
+    await put(client, "tr-trim", "Paint the trim", links=["tr-walls", "tr-house"], tags=["detail"])
+    await put(client, "tr-shop", "Buy brushes", links=["tr-house"])
+    await put(client, "tr-dry", "Let it dry", links=["tr-house"], priority="high", blockedBy=["tr-walls"])
+    # search_todos: the hits in rank order, a hit nested under its parent when the parent is a hit too.
+    flat = await ok(client, "search_todos", query="paint", under="tr-house")
+    tree = await ok(client, "search_todos", query="paint", under="tr-house", view="tree")
+    assert {todo["id"] for todo in flat.data} == {"tr-house", "tr-walls", "tr-trim"}
+    assert sorted(_tree_edges(tree.data), key=str) == sorted(
+        [(None, "tr-house"), ("tr-house", "tr-walls"), ("tr-walls", "tr-trim")], key=str
+    )
+    trim = tree.data[0]["subtasks"][0]["subtasks"][0]
+    assert trim == {todo["id"]: todo for todo in flat.data}["tr-trim"] and trim["tags"] == ["detail"]
+    # Only the sub-task was found: it is a root of the answer (its parent is not in it), with no subtasks key.
+    alone = await ok(client, "search_todos", query="trim", under="tr-house", view="tree")
+    assert [todo["id"] for todo in alone.data] == ["tr-trim"] and list(alone.data[0]) == [*TODO_KEYS, "tags"]
+    assert (await ok(client, "search_todos", query="zqxjv wqpfz", under="tr-house", view="tree")).text == "[]"
+    # next_todos: siblings keep the order to take them; tr-dry is blocked, so it is in neither answer.
+    order = ["tr-walls", "tr-trim", "tr-shop", "tr-house"]
+    assert await ids(client, "next_todos", under="tr-house") == order
+    nested = (await ok(client, "next_todos", under="tr-house", view="tree")).data
+    assert _tree_edges(nested) == [(None, "tr-house"), ("tr-house", "tr-walls"), ("tr-walls", "tr-trim"),
+                                   ("tr-house", "tr-shop")]
+    # With a limit tr-house falls outside the answer: tr-walls is a root of it, tr-trim still under it.
+    cut = (await ok(client, "next_todos", under="tr-house", view="tree", limit=2)).data
+    assert _tree_edges(cut) == [(None, "tr-walls"), ("tr-walls", "tr-trim")]
+    three = (await ok(client, "next_todos", under="tr-house", view="tree", limit=3)).data
+    assert _tree_edges(three) == [(None, "tr-walls"), ("tr-walls", "tr-trim"), (None, "tr-shop")]
+    assert (await ok(client, "next_todos", under="tr-shop", tag="detail", view="tree")).text == "[]"
+
+
+ListOwner = Callable[[str], Awaitable[str]]
+
+
+async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, username: str) -> None:
+    """Every tool tools/list marks idempotentHint answers the same twice and changes nothing the second time;
+    delete_todo is not marked (a second delete answers `Todo not found`, as for any deleted todo)."""
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    idempotent = {name for name, tool in tools.items() if tool.annotations and tool.annotations.idempotent_hint}
+    assert not (tools["delete_todo"].annotations and tools["delete_todo"].annotations.idempotent_hint)
+    await put(client, "ip-root", "Idempotence root", "the same answer twice", priority="high", deadlineAt="2030-01-01")
+    await put(client, "ip-first", "Done first", links=["ip-root"])
+    await put(client, "ip-closed", "Closed before", links=["ip-root"], completedAt="2026-01-01T08:00:00Z")
+    await put(client, "ip-gone", "Deleted once", links=["ip-root"])
+    twice: dict[str, list[dict[str, Any]]] = {
+        # The writes first, then the reads see what they left.
+        "put_todo": [
+            {"id": "ip-new", "name": "Made twice", "description": "same", "priority": "low", "links": ["ip-root"],
+             "deadlineAt": "2030-02-01T10:00:00+01:00", "tags": ["Twice"], "blockedBy": ["ip-first"]},
+            {"id": "ip-first", "name": "Done first", "description": "", "links": ["ip-root"]},  # as it already is
+            {"id": "ip-gone", "name": "Restored", "description": "", "links": ["ip-root"]},  # deleted below first
+        ],
+        "complete_todo": [{"id": "ip-first"}],
+        "reopen_todo": [{"id": "ip-closed"}],
+        "get_todo": [{"id": "ip-root"}, {"id": "ip-gone"}],
+        "list_todos": [
+            {"under": "ip-root"},
+            {"under": "ip-root", "includeCompleted": True, "includeDeleted": True, "view": "compact"},
+            {"under": "ip-root", "view": "tree", "tag": "twice"},
+        ],
+        "search_todos": [{"query": "idempotence"}, {"query": "made twice", "under": "ip-root", "view": "tree"}],
+        "next_todos": [{"under": "ip-root"}, {"under": "ip-root", "view": "compact", "limit": 2}],
+        "get_list_usage": [{}],
+    }
+    # get_list_url may answer another link the second time (a new one once its link is past half its life), so it
+    # is checked apart, below: both links must open the caller's list.
+    assert idempotent == {*twice, "get_list_url"}, "a tool's idempotentHint changed: say here how to call it twice"
+
+    async def state() -> tuple[str, str]:
+        listed = await ok(client, "list_todos", under="ip-root", includeCompleted=True, includeDeleted=True)
+        return listed.text, (await ok(client, "get_list_usage")).text
+
+    await ok(client, "delete_todo", id="ip-gone")
+    for tool, calls in twice.items():
+        for arguments in calls:
+            first = await ok(client, tool, **arguments)
+            before = await state()
+            second = await ok(client, tool, **arguments)
+            assert (second.text, second.structured) == (first.text, first.structured), (tool, arguments)
+            assert await state() == before, (tool, arguments)  # the second call changed nothing
+    links = [(await ok(client, "get_list_url")).text for _ in range(2)]
+    assert [await list_owner(link) for link in links] == [username, username]
+    # Not idempotent: the first delete answers the deleted todo, the second `Todo not found`, and changes nothing.
+    deleted = await ok(client, "delete_todo", id="ip-new")
+    before = await state()
+    assert deleted.data["deletedAt"] is not None
+    assert (await call(client, "delete_todo", id="ip-new")).text == "Todo not found"
+    assert await state() == before

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
 from django.test import Client as BrowserClient
+from django.test.utils import CaptureQueriesContext
 
 from todos import selectors, services
 from todos.access import list_link_user, list_url
@@ -146,6 +148,24 @@ def test_every_write_moves_the_data_version_forward(alice):
     stamps.append(services.todo_reopen(owner=alice.user, key="a").updated_at)
     stamps.append(services.todo_delete(owner=alice.user, key="a").updated_at)
     assert stamps == sorted(set(stamps))
+
+
+def test_a_put_that_changes_nothing_writes_nothing(alice):
+    deadline = datetime(2026, 12, 24, 18, 30, 0, 250000, tzinfo=UTC)
+    fields = {"deadline_at": deadline, "priority": "high", "tags": ["Home"], "blocked_by": [], "links": ["r", "r"]}
+    _put(alice.user, "r")
+    first = _put(alice.user, "a", **fields)
+    # The same put again (the same once stored: links deduplicated, tags lowercased): nothing written.
+    with CaptureQueriesContext(connection) as queries:
+        again = _put(alice.user, "a", deadline_at=deadline, priority="high", tags=["home"], links=["r"])
+    assert not [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith(("UPDATE", "INSERT"))]
+    assert again.updated_at == first.updated_at
+    assert Todo.objects.get(owner=alice.user, key="a").updated_at == first.updated_at
+    # Any field that differs is a write, and so is restoring a deleted todo with the same fields.
+    assert _put(alice.user, "a", **{**fields, "priority": "low"}).updated_at > first.updated_at
+    services.todo_delete(owner=alice.user, key="a")
+    restored = _put(alice.user, "a", **{**fields, "priority": "low"})
+    assert restored.deleted_at is None and Todo.objects.get(owner=alice.user, key="a").deleted_at is None
 
 
 def test_search_cache_sees_edits_completion_deletion_and_purge(alice, django_assert_max_num_queries):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -14,6 +15,7 @@ from accounts.models import Account
 from tests.clients import http_client, run
 from tests.todos import helpers, planning
 from tests.todos.helpers import call, put
+from todos.access import list_link_user
 
 
 def limit_setter(user):
@@ -22,6 +24,19 @@ def limit_setter(user):
         Account.objects.filter(user=user).update(max_tasks=limit)
 
     return set_limit
+
+
+def list_owner(site: str):
+    async def owner(url: str) -> str:
+        """Open the link as a browser would; the page must show the scenario's todos, and whose list it is."""
+        assert url.startswith(f"{site}/list?t=")
+        page = await asyncio.to_thread(httpx2.get, url)
+        assert page.status_code == 200 and "Idempotence root" in page.text
+        user = await sync_to_async(list_link_user)(parse_qs(urlsplit(url).query)["t"][0])
+        assert user is not None
+        return user.username
+
+    return owner
 
 
 @pytest.fixture
@@ -57,6 +72,11 @@ def test_todos_http_planning(site, alice):
             await planning.scenario_filters(client)
             await planning.scenario_next(client)
             await planning.scenario_views(client)
+            await planning.scenario_next_default_limit(client)
+            await planning.scenario_next_filters(client)
+            await planning.scenario_search_priority(client)
+            await planning.scenario_tree_on_search_and_next(client)
+            await planning.scenario_idempotent_hints(client, list_owner(site), alice.user.username)
 
     run(scenario())
 

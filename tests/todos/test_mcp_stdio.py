@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -39,6 +40,25 @@ def limit_setter(home: Path, username: str):
             )
 
     return set_limit
+
+
+def list_owner(home: Path):
+    async def owner(url: str) -> str:
+        """Whose list the link opens. No web server runs beside a stdio test, so this reads what the /list view
+        checks (todos.access.list_link_user): the link's row, found by its hash, not revoked nor expired, and
+        its user. The HTTP test opens the page itself."""
+        token = parse_qs(urlsplit(url).query)["t"][0]
+        with sqlite3.connect(home / "pillbox.db") as db:
+            rows = db.execute(
+                "SELECT u.username FROM accounts_listlink l JOIN auth_user u ON u.id = l.user_id "
+                "WHERE l.token_hash = ? AND l.revoked_at IS NULL AND l.expires_at > ?",
+                (hashlib.sha256(token.encode()).hexdigest(), datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")),
+            ).fetchall()
+        assert len(rows) == 1, url
+        username: str = rows[0][0]
+        return username
+
+    return owner
 
 
 def test_todos_stdio_contract(tmp_path):
@@ -74,6 +94,11 @@ def test_todos_stdio_planning(tmp_path):
             await planning.scenario_filters(client)
             await planning.scenario_next(client)
             await planning.scenario_views(client)
+            await planning.scenario_next_default_limit(client)
+            await planning.scenario_next_filters(client)
+            await planning.scenario_search_priority(client)
+            await planning.scenario_tree_on_search_and_next(client)
+            await planning.scenario_idempotent_hints(client, list_owner(home), "alice")
 
     run(scenario())
 

@@ -55,6 +55,30 @@ def test_seed_default_answers_are_the_seeds_bytes(alice, frozen):
     done = tool(alice.user, "complete_todo", id="oat")
     assert done.text == oat.replace('"completedAt":null', '"completedAt":"2026-12-02T15:30:00.123Z"')
     assert tool(alice.user, "get_list_usage").text == '{"count":2,"maxTasks":1200,"percentage":0}'
+    # At the frozen clock a reopened todo reads as it did before completion (updatedAt moved by a microsecond).
+    assert tool(alice.user, "reopen_todo", id="oat").text == oat
+    gone = tool(alice.user, "delete_todo", id="buy-milk")
+    assert gone.text == made.text.replace('"deletedAt":null', '"deletedAt":"2026-12-02T15:30:00.123Z"')
+    assert tool(alice.user, "get_todo", id="buy-milk").text == gone.text
+    assert tool(alice.user, "list_todos", includeDeleted=True).text == "[" + oat + "," + gone.text + "]"
+    again = run_tool(TOOLSET, TOOLSET.by_name["delete_todo"], Caller(user=alice.user, transport="http"),
+                     {"id": "buy-milk"})
+    assert (again.is_error, again.text) == (True, "Todo not found")
+    # Deleted todos still count.
+    assert tool(alice.user, "get_list_usage").text == '{"count":2,"maxTasks":1200,"percentage":0}'
+
+
+def test_seed_list_url_for_a_uid_and_key_caller_is_the_seeds_bytes(alice, settings):
+    """A caller that put its uid and key in the URL gets the seed's form back, byte for byte. Any other caller
+    gets a link token of its own (the seed's was a different one too), so only the link's shape is pinned."""
+    settings.SITE_URL = "https://todos.example.com"
+    by_key = Caller(user=alice.user, transport="http", presented_uid=alice.uid, presented_key=alice.key)
+    reply = run_tool(TOOLSET, TOOLSET.by_name["get_list_url"], by_key, {})
+    assert not reply.is_error
+    assert reply.text == f"https://todos.example.com/list?uid={alice.uid}&key={alice.key}"
+    assert reply.structured == {"url": reply.text}
+    signed = tool(alice.user, "get_list_url").text
+    assert signed.startswith("https://todos.example.com/list?t=l_") and "&" not in signed and alice.uid not in signed
 
 
 def test_tags_and_blockers_follow_links_only_when_present(alice, frozen):
