@@ -121,7 +121,7 @@ def test_todos_stdio_two_users_and_list_links(tmp_path):
                 bob_uid = (await put(bob, "uid-probe", "probe"))["uid"]
                 await helpers.scenario_two_users(alice, alice_uid, bob, bob_uid)
                 alice_link, bob_link = await asyncio.gather(links(alice), links(bob))
-                assert await links(alice) != alice_link  # every call makes its own link, revocable on its own
+                assert await links(alice) == alice_link  # the same agent gets its live link back (idempotent)
                 revoke = await asyncio.create_subprocess_exec(
                     sys.executable,
                     str(ROOT / "manage.py"),
