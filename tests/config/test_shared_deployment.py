@@ -4,7 +4,9 @@ Redis cache, atomic counters), and /readyz."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -91,7 +93,9 @@ def test_failure_counts_are_exact_under_concurrency_in_local_memory():
     _hammer()
 
 
-def test_failure_counts_are_exact_under_concurrency_in_redis():
+@pytest.fixture
+def redis_cache() -> Iterator[Any]:
+    """This process's cache on the tests' Redis database (flushed before and after); the raw client, to look."""
     import redis
 
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
@@ -103,34 +107,26 @@ def test_failure_counts_are_exact_under_concurrency_in_redis():
     try:
         with override_settings(CACHES=caches_from_url(REDIS_URL)):
             assert type(cache._cache).__name__ == "RedisCacheClient"
-            _hammer()
-            assert client.keys("pillbox:*:throttle:hammer:ip:203.0.113.9:*"), "the count is not in Redis"
+            yield client
     finally:
         client.flushdb()
 
 
-def test_a_bucket_made_anew_by_redis_incr_still_closes():
+def test_failure_counts_are_exact_under_concurrency_in_redis(redis_cache):
+    _hammer()
+    assert redis_cache.keys("pillbox:*:throttle:hammer:ip:203.0.113.9:*"), "the count is not in Redis"
+
+
+def test_a_bucket_made_anew_by_redis_incr_still_closes(redis_cache):
     """Django's Redis incr asks whether the key exists, then INCRs it; a key that expires in between is made by
     INCR with no expiry. Such a bucket (a count with no TTL, as INCR leaves it) is given its window when counted,
     so an address or a user can never stay refused for good."""
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError:
-        pytest.skip(f"Redis is not reachable at {REDIS_URL} (set TEST_REDIS_URL)")
-    client.flushdb()
-    try:
-        with override_settings(CACHES=caches_from_url(REDIS_URL)):
-            key = cache.make_key("throttle:race:ip:203.0.113.9:n")
-            client.set(key, 0)  # what INCR leaves after the key expired under it: no expiry
-            assert client.ttl(key) == -1
-            assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 1
-            assert 0 < client.ttl(key) <= 60
-            assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 2
-    finally:
-        client.flushdb()
+    key = cache.make_key("throttle:race:ip:203.0.113.9:n")
+    redis_cache.set(key, 0)  # what INCR leaves after the key expired under it: no expiry
+    assert redis_cache.ttl(key) == -1
+    assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 1
+    assert 0 < redis_cache.ttl(key) <= 60
+    assert bump("throttle:race:ip:203.0.113.9", 1, 60) == 2
 
 
 @pytest.mark.django_db
