@@ -29,6 +29,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.utils import DatabaseError, OperationalError, ProgrammingError
 from django.utils import timezone
 
+from config.lru import BoundedLru
 from pillbox import ids
 from pillbox.exceptions import IncompatibleDb
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
@@ -163,7 +164,9 @@ def _announce(counts: Counts) -> None:
         news.counts = news.counts + counts
 
 
-_told: set[str] = set()
+# What a process has already said or checked, per file: bounded, as every in-process memory of a server is (a
+# forgotten entry is only said or checked again).
+_told: BoundedLru[str, bool] = BoundedLru(max_items=1024, max_bytes=1 << 20)
 
 
 def announce_failure(error: ImportFailed) -> None:
@@ -171,7 +174,7 @@ def announce_failure(error: ImportFailed) -> None:
     call, and an agent needs to hear it once, not in every answer)."""
     if error.message in _told:
         return
-    _told.add(error.message)
+    _told.put(error.message, True, size=len(error.message))
     logger.warning("%s", error.message)
     if (news := _news.get()) is not None:
         news.failures.append(error.message)
@@ -232,7 +235,7 @@ def is_original(path: Path) -> bool:
         return False
 
 
-_global_originals: dict[tuple[str, int, int], bool] = {}
+_global_originals: BoundedLru[tuple[str, int, int], bool] = BoundedLru(max_items=4096, max_bytes=4 << 20)
 
 
 def is_global_original(path: Path) -> bool:
@@ -245,13 +248,15 @@ def is_global_original(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     key = (str(path), stat.st_dev, stat.st_ino)
-    if key not in _global_originals:
+    known = _global_originals.get(key)
+    if known is None:
         try:
             found = recognise(path)
         except ImportFailed:
             return False
-        _global_originals[key] = found is not None and found.kind == OriginalImport.KIND_GLOBAL
-    return _global_originals[key]
+        known = found is not None and found.kind == OriginalImport.KIND_GLOBAL
+        _global_originals.put(key, known, size=len(key[0]))
+    return known
 
 
 def _check_version(found: Found) -> None:
@@ -625,7 +630,7 @@ def home_files() -> list[Path]:
     return unique
 
 
-_home_checked: set[tuple[str, object]] = set()
+_home_checked: BoundedLru[tuple[str, object], bool] = BoundedLru(max_items=1024, max_bytes=1 << 20)
 
 
 def import_home(user: User) -> None:
@@ -635,7 +640,7 @@ def import_home(user: User) -> None:
         key = (str(path), user.pk)
         if key in _home_checked:
             continue
-        _home_checked.add(key)
+        _home_checked.put(key, True, size=len(key[0]))
         try:
             if imported_record(path) is not None:
                 continue

@@ -408,6 +408,8 @@ def schedule_backfill(alias: str, kind_name: str) -> threading.Thread | None:
             return running
         thread = threading.Thread(target=_backfill_thread, args=(alias, kind_name), daemon=True,
                                   name=f"pillbox-backfill-{kind_name}")
+        for done in [key for key, other in _backfills.items() if not other.is_alive()]:
+            del _backfills[done]  # only running backfills are remembered
         _backfills[(alias, kind_name)] = thread
         thread.start()
         return thread
