@@ -111,7 +111,9 @@ def test_stdio_servers_and_the_web_server_write_the_same_databases_at_once(tmp_p
         setup.close()
 
     log = tmp_path / "gunicorn.log"
-    with web_server(home, log=log, PILLBOX_ROOT=str(project)) as url:
+    # One user writes from every thread on purpose here; the per-user in-flight limit is proven apart
+    # (test_limits.py).
+    with web_server(home, log=log, PILLBOX_ROOT=str(project), MCP_USER_CONCURRENCY="0") as url:
         # The operator links the project's bottle over HTTP (staff, PILLBOX_ROOT set), then writes into it.
         linked = httpx2.post(
             url + "/pillbox/mcp",
