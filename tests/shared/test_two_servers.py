@@ -330,7 +330,7 @@ def test_the_per_user_mcp_rate_limit_holds_exactly_across_both_servers(servers_w
     ]
     assert statuses == [200] * USER_RATE_LIMIT + [429, 429]
     # Another user's budget is their own.
-    assert rpc_status(servers_with_user_limits[1], "/mcp", bearer=database.accounts["kim"]["key"]) == 200
+    assert rpc_status(servers_with_user_limits[1], "/mcp", bearer=database.accounts["carol"]["key"]) == 200
 
 
 def test_the_client_registration_limit_holds_exactly_across_both_servers(servers_with_user_limits, redis_db):
