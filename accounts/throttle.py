@@ -55,36 +55,46 @@ def _bucket_keys(request: HttpRequest, kind: str, identity: str | None) -> list[
     return keys
 
 
-def bump(bucket: str, amount: int, seconds: int) -> int:
-    """Add ``amount`` to ``bucket``'s count; the new count. A bucket opens at its first count and lives
-    ``seconds`` from then: its count and its opening time expire together (``incr`` keeps an entry's expiry in the
-    local-memory and Redis caches), so a count never restarts in the middle of a burst, as a clock-aligned window
-    would at its boundary. Atomic in Redis and under the local-memory cache's lock."""
-    if cache.add(f"{bucket}:n", amount, timeout=seconds):
-        return _opened(bucket, amount, seconds)
+def _count(key: str, amount: int, seconds: int) -> tuple[int, bool]:
+    """Add ``amount`` to the counter ``key``, which expires ``seconds`` after it opened (``incr`` keeps an entry's
+    expiry in the local-memory and Redis caches); the new total, and whether this count opened the counter.
+    Atomic in Redis and under the local-memory cache's lock."""
+    if cache.add(key, amount, timeout=seconds):
+        return amount, True
     try:
-        total = int(cache.incr(f"{bucket}:n", amount))
-    except ValueError:  # expired between add and incr: this count opens the next bucket
-        cache.add(f"{bucket}:n", amount, timeout=seconds)
-        return _opened(bucket, amount, seconds)
+        total = int(cache.incr(key, amount))
+    except ValueError:  # expired between add and incr: this count opens the next counter
+        cache.add(key, amount, timeout=seconds)
+        return amount, True
     if total == amount:
         # Redis's incr checks that the key exists, then INCRs it: a key that expired between the two is made
         # anew by INCR with no expiry, which would never close. A total of just ``amount`` is that case (or a
-        # count given back to zero): the bucket opens now, with its expiry.
-        cache.touch(f"{bucket}:n", seconds)
-        return _opened(bucket, amount, seconds)
+        # count given back to zero): the counter opens now, with its expiry.
+        cache.touch(key, seconds)
+        return amount, True
+    return total, False
+
+
+def bump(bucket: str, amount: int, seconds: int) -> int:
+    """Add ``amount`` to ``bucket``'s count; the new count. A bucket opens at its first count and closes
+    ``seconds`` later, with its opening time kept beside it for ``seconds_left``: a count never restarts in the
+    middle of a burst, as a clock-aligned window would at its boundary."""
+    total, opened = _count(f"{bucket}:n", amount, seconds)
+    if opened:
+        cache.set(f"{bucket}:since", time.time(), timeout=seconds)
     return total
 
 
-def _opened(bucket: str, amount: int, seconds: int) -> int:
-    cache.set(f"{bucket}:since", time.time(), timeout=seconds)
-    return amount
+def hold(key: str, seconds: int) -> int:
+    """Take one slot of the counter ``key`` (requests in flight); the slots now held. The counter expires
+    ``seconds`` after it opened, so a slot a dead worker never gave back heals by itself."""
+    return _count(key, 1, seconds)[0]
 
 
-def give_back(bucket: str, amount: int = 1) -> None:
-    """Take ``amount`` off a bucket's count (a slot freed); nothing when the bucket has closed meanwhile."""
+def release(key: str) -> None:
+    """Give back a slot taken with ``hold``; nothing when the counter has expired meanwhile."""
     try:
-        cache.decr(f"{bucket}:n", amount)
+        cache.decr(key)
     except ValueError:
         pass
 

@@ -212,6 +212,11 @@ def recognise(path: Path) -> Found | None:
     Raises ImportFailed when the file exists but cannot be read as a database at all.
     """
     _openable(path)
+    return _recognise_openable(path)
+
+
+def _recognise_openable(path: Path) -> Found | None:
+    """``recognise`` for a file already known to open."""
     try:
         with closing(_read_only(path)) as conn:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -507,7 +512,7 @@ def local_snapshot(path: Path) -> Snapshot | None:
     # fail later, an internal error in each tool that reaches it. Whose file it is cannot be told unread.
     _openable(path)
     try:
-        found = recognise(path)
+        found = _recognise_openable(path)
     except ImportFailed:
         return None  # not readable as a database at all: the usual checks on our own files answer that
     if found is None or found.recorded:

@@ -1,9 +1,10 @@
 """Per-user limits on the HTTP MCP endpoints, so one user cannot hold the server for everyone.
 
-Two counters per user in Django's cache (shared by every worker once the cache is Redis), both buckets of
+Two counters per user in Django's cache (shared by every worker once the cache is Redis), both of
 ``accounts.throttle``: JSON-RPC requests per window, the window opened by the user's first request in it (a batch
-counts each of its requests), and requests in flight. Both are atomic ``add`` + ``incr`` and expire on their own,
-so a worker that dies mid-request cannot leave a user locked out for longer than the in-flight key's lifetime.
+counts each of its requests), and requests in flight (``hold``/``release``). Both are atomic ``add`` + ``incr``
+and expire on their own, so a worker that dies mid-request cannot leave a user locked out for longer than the
+in-flight key's lifetime.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from accounts.throttle import bump, give_back, seconds_left
+from accounts.throttle import bump, hold, release, seconds_left
 
 # Longer than any request may run, short enough that a count leaked by a killed worker heals by itself.
 IN_FLIGHT_TTL = 300
@@ -47,12 +48,12 @@ def in_flight(user_id: object) -> Iterator[Refusal | None]:
         yield None
         return
     key = f"mcp-busy:{user_id}"
-    if bump(key, 1, IN_FLIGHT_TTL) > allowed:
-        give_back(key)
+    if hold(key, IN_FLIGHT_TTL) > allowed:
+        release(key)
         yield Refusal(1, f"Too many MCP requests at once: at most {allowed} in flight per user; wait for one "
                          "to finish.")
         return
     try:
         yield None
     finally:
-        give_back(key)
+        release(key)
