@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import User
 from django.db import IntegrityError, models, transaction
 
+from config.lru import BoundedLru
 from config.mcp.tools import Caller
 from pillbox import ids, original
-from pillbox.databases import GLOBAL, find_local_db, open_local, schema_ready
+from pillbox.databases import GLOBAL, change_marker, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 
@@ -116,7 +117,8 @@ def reach_for(caller: Caller) -> Reach:
             local, unreadable = None, exc
     reach = Reach(user=caller.user, caller=caller, current=current, current_path=local, unreadable=unreadable)
     reach.dbs[current] = set()
-    registrations = list(Registration.objects.filter(user=caller.user).order_by("name", "id"))
+    registrations = _read(Registration, GLOBAL, caller.user.pk,
+                          lambda: Registration.objects.filter(user=caller.user).order_by("name", "id"))
     if local is not None and caller.transport == "stdio" and schema_ready(current):
         registrations = _register_found_bottles(caller, current, local, registrations)
     reach.registrations = registrations
@@ -132,6 +134,27 @@ def reach_for(caller: Caller) -> Reach:
     return reach
 
 
+# Rows every tool call reads (the caller's registry, the bottles of the project's file), kept per database and
+# key until the database changes (``change_marker``: SQLite only). Each call gets model instances of its own.
+_rows: BoundedLru[tuple[str, str, object], tuple[object, list[tuple[Any, ...]]]] = BoundedLru(
+    max_items=4096, max_bytes=32 * 1024 * 1024)
+Row = TypeVar("Row", Registration, Bottle)
+
+
+def _read(model: type[Row], alias: str, key: object, query: Callable[[], models.QuerySet[Row]]) -> list[Row]:
+    fields = [field.attname for field in model._meta.concrete_fields]
+    marker = change_marker(alias)
+    entry = (model._meta.label, alias, key)
+    cached = _rows.get(entry) if marker is not None else None
+    if cached is not None and cached[0] == marker:
+        rows = cached[1]
+    else:
+        rows = [tuple(row) for row in query().values_list(*fields)]
+        if marker is not None:
+            _rows.put(entry, (marker, rows), size=sum(len(repr(row)) for row in rows) + 64)
+    return [model.from_db(alias, fields, row) for row in rows]
+
+
 def _register_found_bottles(caller: Caller, alias: str, path: Path,
                             registrations: list[Registration]) -> list[Registration]:
     """Over stdio the file system is the access control: the project's bottle joins the user's registry the
@@ -139,7 +162,7 @@ def _register_found_bottles(caller: Caller, alias: str, path: Path,
     known = {registration.bottle_id for registration in registrations}
     names = {registration.name for registration in registrations}
     added = False
-    bottles = list(Bottle.objects.using(alias))
+    bottles = _read(Bottle, alias, None, lambda: Bottle.objects.using(alias).all())
     here = {bottle.id for bottle in bottles}
     for registration in registrations:
         if registration.bottle_id in here:

@@ -7,6 +7,7 @@ class PillboxConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from pillbox import original
+        from pillbox import original, tokens
 
         connection_created.connect(original.only_our_constraints, dispatch_uid="pillbox_original_constraints")
+        connection_created.connect(tokens.register, dispatch_uid="pillbox_scoped_words")

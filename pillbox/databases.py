@@ -14,7 +14,7 @@ import os
 import sqlite3
 import stat
 import sys
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,26 @@ def db_file(directory: Path) -> Path:
 
 def global_db_file() -> Path | None:
     db = settings.DATABASES[GLOBAL]
-    return Path(db["NAME"]).resolve() if db["ENGINE"].endswith("sqlite3") else None
+    return _resolved(str(db["NAME"])) if db["ENGINE"].endswith("sqlite3") else None
+
+
+@lru_cache(maxsize=64)
+def _resolved(path: str) -> Path:
+    """A path of this process's own (the home, the global file) resolved once: every tool call asks."""
+    return Path(path).resolve()
+
+
+def change_marker(alias: str) -> tuple[object, ...] | None:
+    """A value that differs once anything in a SQLite database changed: committed by any connection since
+    (``PRAGMA data_version``) or written on this one (``total_changes``). Both only mean something for the
+    connection that read them, so the connection itself is part of the marker. None on PostgreSQL, which has no
+    mark this cheap: a cache keyed by it is not kept there."""
+    connection = connections[alias]
+    if connection.vendor != "sqlite":
+        return None
+    connection.ensure_connection()
+    raw = connection.connection
+    return raw.execute("PRAGMA data_version").fetchone()[0], raw.total_changes, raw
 
 
 def _writable_by_others(info: os.stat_result) -> bool:
@@ -98,18 +117,18 @@ def find_local_db(workdir: Path | None) -> Path | None:
     if workdir is None:
         return None
     start = workdir.resolve()
-    home = Path.home().resolve()
+    home = _resolved(str(Path.home()))
     stop = home if start.is_relative_to(home) else Path(start.anchor)
     global_file = global_db_file()
     for directory in (start, *start.parents):
         candidate = db_file(directory)
-        if candidate.is_file() and candidate.resolve() != global_file:
+        if candidate.is_file() and (resolved := candidate.resolve()) != global_file:
             if reason := untrusted_reason(directory):
                 _report_untrusted(candidate, directory, reason)
                 return None
             # Hook (original Pillbox import): the original's global file is never a project's database.
             if not original.is_global_original(candidate):
-                return candidate.resolve()
+                return resolved
         if directory == stop:
             break
     return None

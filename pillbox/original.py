@@ -15,6 +15,7 @@ so its binary keeps working on its file. From the import on, the two copies are 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator
@@ -198,12 +199,15 @@ def _unreadable(path: Path, reason: object) -> ImportFailed:
 
 def _openable(path: Path) -> None:
     """ImportFailed naming why, when the file cannot even be opened for reading (its mode or owner forbid it):
-    SQLite would only say it is "unable to open database file"."""
-    try:
-        with path.open("rb"):
-            pass
-    except OSError as exc:
-        raise _unreadable(path, (exc.strerror or str(exc)).lower()) from None
+    SQLite would only say it is "unable to open database file".
+
+    Asked of access(2), never by opening the file: the file may be a database this process already has open
+    through SQLite (our global file is the original's by default), and closing another descriptor of it drops
+    every POSIX lock the process holds on it, SQLite's included. After that the process's connections stopped
+    seeing what other processes wrote (the SQLite documentation warns it can corrupt the file)."""
+    if not os.access(path, os.R_OK):
+        reason = "permission denied" if path.exists() else "no such file or directory"
+        raise _unreadable(path, reason)
 
 
 def recognise(path: Path) -> Found | None:
@@ -623,14 +627,18 @@ def original_global_file() -> Path:
     return Path.home() / ".pillbox" / "pillbox.db"
 
 
-def home_files() -> list[Path]:
-    """The original's global file, and our own global file (the same one by default)."""
+def home_candidates() -> list[Path]:
+    """Where the original's global file and our own global file (the same one by default) are, as configured."""
     from pillbox.databases import global_db_file
 
-    candidates = [original_global_file(), global_db_file()]
+    return [path for path in (original_global_file(), global_db_file()) if path is not None]
+
+
+def home_files() -> list[Path]:
+    """The original's global file, and our own global file, that exist (resolved, each once)."""
     unique: list[Path] = []
-    for candidate in candidates:
-        if candidate is not None and candidate.is_file() and candidate.resolve() not in unique:
+    for candidate in home_candidates():
+        if candidate.is_file() and candidate.resolve() not in unique:
             unique.append(candidate.resolve())
     return unique
 
@@ -640,12 +648,19 @@ _home_checked: BoundedLru[tuple[str, object], bool] = BoundedLru(max_items=1024,
 
 def import_home(user: User) -> None:
     """Over stdio the process runs as the person whose home it is: their original global file becomes theirs
-    the first time they connect. Checked once per process; a failure is told once and the tools work on."""
-    for path in home_files():
+    the first time they connect. Checked once per process (each path as configured and as resolved: a checked
+    file costs no look at the disk); a failure is told once and the tools work on."""
+    for candidate in home_candidates():
+        given = (str(candidate), user.pk)
+        if given in _home_checked or not candidate.is_file():
+            continue  # a file not there yet is looked for again on the next call
+        path = candidate.resolve()
         key = (str(path), user.pk)
-        if key in _home_checked:
+        seen = key in _home_checked
+        for checked in {given, key}:
+            _home_checked.put(checked, True, size=len(checked[0]))
+        if seen:
             continue
-        _home_checked.put(key, True, size=len(key[0]))
         try:
             if imported_record(path) is not None:
                 continue

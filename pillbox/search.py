@@ -49,7 +49,9 @@ from rapidfuzz.distance import JaroWinkler
 
 from config.lru import BoundedLru
 from pillbox import semantic, snippets
+from pillbox.databases import change_marker
 from pillbox.routers import is_local_alias
+from pillbox.tokens import TAG_LENGTH, WORD, fold, tag_of
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -86,7 +88,6 @@ SIMILARITY_WEIGHT = 3.0
 LOOKUP_SIMILARITY_WEIGHT = 0.0
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
 CURRENT_BOTTLE_BOOST = 0.05  # half the bm25 spread among rows matching as many terms: ahead only when comparable
-WORD = re.compile(r"[^\W_]+")
 NOT_WORD_BEFORE = r"(?<![^\W_])"
 NOT_WORD_AFTER = r"(?![^\W_])"
 COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
@@ -114,11 +115,6 @@ hacemos hace hacer cosa cosas nota notas
 """.split())
 
 
-def fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(char for char in decomposed if not unicodedata.combining(char)).lower()
-
-
 FOLDED_STOP_WORDS = frozenset(fold(word) for word in STOP_WORDS)
 
 
@@ -137,12 +133,15 @@ def meaningful(terms: list[str]) -> list[str]:
 
 
 def match_expression(terms: Iterable[str], expansions: Iterable[str] = (), *,
-                     every: dict[str, list[str]] | None = None) -> str:
+                     every: dict[str, list[str]] | None = None, tags: Iterable[str] = ("",)) -> str:
     """FTS5's OR query; with ``every``, the query for rows matching every term (typed, or one of its
-    expansions in ``every``)."""
+    expansions in ``every``). In the global database each word is asked under each of the caller's ``tags``
+    (``pillbox.tokens``)."""
+    tags = list(tags)
     if every is not None:
-        return " AND ".join("(" + match_expression([term], every.get(term, ())) + ")" for term in terms)
-    parts = [f'"{term}"*' for term in terms] + [f'"{word}"' for word in expansions]
+        return " AND ".join("(" + match_expression([term], every.get(term, ()), tags=tags) + ")" for term in terms)
+    parts = [f'"{tag}{term}"*' for term in terms for tag in tags]
+    parts += [f'"{tag}{word}"' for word in expansions for tag in tags]
     return " OR ".join(parts)
 
 
@@ -282,31 +281,22 @@ def _vocabulary_bytes(words: Vocabulary) -> int:
 
 
 def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary:
-    """Every word of a SQLite FTS5 index (but its ``scope`` column's, when ``scoped``), cached until this or
-    another connection changes the database.
-
-    ``PRAGMA data_version`` and ``total_changes`` only mean something for the connection that read them,
-    so the cache entry also remembers which connection it was read on (threads have their own).
-    """
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA data_version")
-        raw = connection.connection
-        version = (cursor.fetchone()[0], raw.total_changes)
-        cached = _vocabularies.get((alias, fts_table))
-        if cached is not None and cached[0] is raw and cached[1] == version:
-            return cached[2]
+    """Every word of a SQLite FTS5 index (without its scope's tag, when ``scoped``), cached until this or
+    another connection changes the database (``change_marker``)."""
+    version = change_marker(alias)
+    cached = _vocabularies.get((alias, fts_table))
+    if cached is not None and cached[1] == version:
+        return cached[2]
+    with connections[alias].cursor() as cursor:
         cursor.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab USING fts5vocab(main, {fts_table}, row)"
         )
-        if scoped:  # the words of the text columns only: whose a row is, is no word
-            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab_col "
-                           f"USING fts5vocab(main, {fts_table}, col)")
-            cursor.execute(f"SELECT DISTINCT term FROM temp.{fts_table}_vocab_col WHERE col <> 'scope'")
+        if scoped:  # the words without their scope's tag (pillbox.tokens)
+            cursor.execute(f"SELECT DISTINCT substr(term, {TAG_LENGTH + 1}) FROM temp.{fts_table}_vocab")
         else:
             cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
         words = Vocabulary.of([row[0] for row in cursor.fetchall()], exact=True)
-    _vocabularies.put((alias, fts_table), (raw, version, words), _vocabulary_bytes(words))
+    _vocabularies.put((alias, fts_table), (None, version, words), _vocabulary_bytes(words))
     return words
 
 
@@ -396,11 +386,14 @@ class Target:
         """Whether the SQLite index knows whose each row is (the global database's: see migration 0006)."""
         return not is_local_alias(self.alias)
 
-    def scopes(self) -> list[str]:
-        """The index's scope values of the caller's rows: their bottles' ids for pills, the owner's for capsules."""
+    def tags(self) -> list[str]:
+        """What the index's words of the caller's rows begin with: in the global database, the tags of their
+        bottles (pills) or of their owner (capsules); nothing in a project's file (``pillbox.tokens``)."""
+        if not self.scoped_index:
+            return [""]
         if self.kind == "capsule":
-            return [str(self.owner_id)]
-        return [bottle.hex for bottle in sorted(self.bottles)]
+            return [tag_of(self.owner_id)]
+        return [tag_of(bottle.hex) for bottle in sorted(self.bottles)]
 
 
 @dataclass(frozen=True)
@@ -542,18 +535,15 @@ def _from(target: Target, terms: list[str], words: list[str],
         return (body, [_tsquery(terms, words, every=every), *params], "m.seq",
                 f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)")
     fts = target.fts
-    expression = match_expression(terms, words, every=every)
-    # The scope column weighs nothing: only the query's words rank.
-    score = f"bm25({fts}, {', '.join(str(w) for w in WEIGHTS)}, 0)"
-    if target.scoped_index:
-        expression = f"{{title content compound}} : ({expression})"  # a query's words never match the scope
+    # The caller's own words only (tagged with their scopes in the global database): others' rows are never
+    # read, ranked nor joined.
+    expression = match_expression(terms, words, every=every, tags=target.tags())
+    # A project file's index still has migration 0006's empty scope column, which weighs nothing.
+    weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
+    score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
     if compound is None and target.everything_reachable:
         # Only the index: no join per matching row, and the count is the index's own.
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
-    if target.scoped_index:
-        # FTS5 intersects the caller's scope with the words: others' matches are never ranked nor joined.
-        wanted = " OR ".join(f'"{scope}"' for scope in target.scopes())
-        expression = f"scope : ({wanted}) AND {expression}"
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
     body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
@@ -696,8 +686,7 @@ def _vectors_of(target: Target, model_key: str, dimensions: int) -> _Vectors:
         else:
             # Nothing in the file changed since the last read (by this connection or another): the cheap check,
             # where counting the scope's rows would cost more than the search at 20,000 pills.
-            cursor.execute("PRAGMA data_version")
-            version = (cursor.fetchone()[0], connection.connection.total_changes, id(connection.connection))
+            version = change_marker(target.alias) or ()
         cached = _vectors.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]

@@ -799,3 +799,26 @@ def test_an_unreadable_file_is_named_over_stdio_and_the_other_files_still_import
     finally:
         paths[which].chmod(0o600)
     assert paths[which].read_bytes() == raw
+
+
+def test_an_original_file_that_appears_while_a_server_runs_is_imported_on_its_next_call(tmp_path):
+    """A server checks the home's original file once it is there; until then it looks for it on every call."""
+    summary = build(tmp_path / "fixture", seed=9, pills=1)
+    original = summary["dest"] / "home" / ".pillbox"
+    home = tmp_path / "home"
+    home.mkdir()
+
+    async def scenario() -> tuple[str, str, str]:
+        async with stdio_client("pillbox", home=home, cwd=home, PILLBOX_HOME=str(tmp_path / "data")) as client:
+            before = text_of(await client.call_tool("bottle_list", {}))
+            (home / ".pillbox").mkdir(mode=0o700)
+            for part in original.iterdir():
+                (home / ".pillbox" / part.name).write_bytes(part.read_bytes())
+            arrived = text_of(await client.call_tool("bottle_list", {}))
+            again = text_of(await client.call_tool("bottle_list", {}))
+            return before, arrived, again
+
+    before, arrived, again = run(scenario())
+    assert NOTICE not in before and "Notes" not in before
+    assert arrived.startswith(NOTICE) and "● Notes [global]" in arrived
+    assert NOTICE not in again and "● Notes [global]" in again

@@ -1,26 +1,30 @@
 """Search in a database shared by many users follows the caller's own rows: the full-text index knows whose each
-row is (a pill's bottle, a capsule's owner; migration 0006), and a search never sees another user's rows through
-it, also after edits, discards, restores and purges, and after the index is rebuilt from the rows."""
+word is (a pill's bottle, a capsule's owner, as a tag on every word; migrations 0006 and 0008), and a search never
+sees another user's rows through it, also after edits, discards, restores and purges, and after the index is
+rebuilt from the rows."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from importlib import import_module
 from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connections
+from django.db import connections, transaction
+from django.utils import timezone
 
 from config.mcp.tools import Caller
-from pillbox import services
+from pillbox import services, tokens
 from pillbox.access import reach_for
 from pillbox.databases import GLOBAL
+from pillbox.models import Pill, Prescription
 from pillbox.tools import TOOLSET
 from tests.conftest import Person
 
-scope_migration = import_module("pillbox.migrations.0006_fts_scope")
+scope_migration = import_module("pillbox.migrations.0008_fts_scoped_words")
 ID = re.compile(r"^id: ([0-9a-f]{12})$", re.MULTILINE)
 
 
@@ -127,3 +131,60 @@ def test_the_migration_rebuilds_the_scope_from_the_rows(alice: Person, bob: Pers
     for person, pills, capsules in ((alice, alice_pills, alice_capsules), (bob, bob_pills, bob_capsules)):
         assert sorted(ids(call(person, "pill_search", query="retry deploy"))) == sorted(pills)
         assert sorted(ids(call(person, "capsule_search", query="retry deploy"))) == sorted(capsules)
+
+
+def index_words(table: str) -> set[str]:
+    with connections[GLOBAL].cursor() as cursor:
+        cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_{table} USING fts5vocab(main, {table}, row)")
+        cursor.execute(f"SELECT term FROM temp.words_{table}")
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_word_of_the_global_index_is_its_owners_own(alice: Person, bob: Person) -> None:
+    """A user's words are their own FTS5 terms: what a search reads, ranks and merges is theirs alone."""
+    alice_bottle, _, _ = memory(alice, SHARED)
+    bob_bottle, _, _ = memory(bob, [("Kubernetes operator", "Only bob wrote about kubernetes")])
+    alice_tag = tokens.tag_of(caller(alice).user.pk)
+    bob_tag = tokens.tag_of(caller(bob).user.pk)
+    capsule_words = index_words("pillbox_capsule_fts")
+    assert {w[len(alice_tag):] for w in capsule_words if w.startswith(alice_tag)} >= {"retry", "deploy", "workers"}
+    assert {w[len(bob_tag):] for w in capsule_words if w.startswith(bob_tag)} == {
+        "kubernetes", "operator", "only", "bob", "wrote", "about", "convention"}
+    assert all(word.startswith((alice_tag, bob_tag)) for word in capsule_words)
+    assert "kubernetes" not in capsule_words
+    pill_words = index_words("pillbox_pill_fts")
+    assert any(word.endswith("kubernetes") for word in pill_words)
+    alice_full = next(b for b in reach_for(caller(alice)).bottles_in(GLOBAL) if b.hex.startswith(alice_bottle))
+    bob_full = next(b for b in reach_for(caller(bob)).bottles_in(GLOBAL) if b.hex.startswith(bob_bottle))
+    assert {word[:tokens.TAG_LENGTH] for word in pill_words} == {tokens.tag_of(alice_full.hex),
+                                                                 tokens.tag_of(bob_full.hex)}
+    assert tokens.tag_of(bob_full.hex) + "kubernetes" in pill_words
+    assert tokens.tag_of(alice_full.hex) + "kubernetes" not in pill_words
+
+
+@pytest.mark.django_db(transaction=True)
+def test_accents_and_case_are_folded_alike_in_the_tagged_words_and_the_query(alice: Person) -> None:
+    memory(alice, [("Café Über-Größe", "Señales de ÉXITO en la caché")])
+    for tool in ("pill_search", "capsule_search"):
+        for query in ("cafe", "CAFÉ", "uber", "señales", "senales", "exito", "cache"):
+            assert ids(call(alice, tool, query=query)), (tool, query)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pill_written_before_its_prescription_is_indexed_under_its_bottle(alice: Person, bob: Person) -> None:
+    """Foreign keys are checked at commit, so a pill may be written first: its prescription's arrival gives it
+    its bottle's tag."""
+    bottle, _, _ = memory(alice, SHARED)
+    memory(bob, SHARED)
+    now = timezone.now()
+    prescription_id = uuid.uuid4()
+    with transaction.atomic(using=GLOBAL):
+        Pill.objects.using(GLOBAL).create(id=uuid.uuid4(), seq=9_000_000_000_000, prescription_id=prescription_id,
+                                          compound="decision", title="Written first", content="Zeppelin hangar",
+                                          created_at=now, updated_at=now)
+        Prescription.objects.using(GLOBAL).create(id=prescription_id, bottle_id=next(
+            b for b in reach_for(caller(alice)).bottles_in(GLOBAL) if b.hex.startswith(bottle)),
+            title="late", started_at=now)
+    assert len(ids(call(alice, "pill_search", query="zeppelin"))) == 1
+    assert call(bob, "pill_search", query="zeppelin") == "No pills found."
