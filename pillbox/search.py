@@ -269,7 +269,7 @@ VOCABULARY_CACHE_BYTES = 256 * 1024 * 1024
 # Per-scope vocabularies, keyed by (alias, fts table) or (alias, kind, owner, bottles).
 # One process serves many bottles and users: without a bound, every scope ever searched would keep its vocabulary
 # (and vectors) in memory for the life of the server.
-_vocabularies: BoundedLru[tuple[Any, ...], tuple[Any, Any, Vocabulary]] = BoundedLru(
+_vocabularies: BoundedLru[tuple[Any, ...], tuple[Any, Vocabulary]] = BoundedLru(
     max_items=VOCABULARY_CACHE_ENTRIES, max_bytes=VOCABULARY_CACHE_BYTES
 )
 
@@ -285,8 +285,8 @@ def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary
     another connection changes the database (``change_marker``)."""
     version = change_marker(alias)
     cached = _vocabularies.get((alias, fts_table))
-    if cached is not None and cached[1] == version:
-        return cached[2]
+    if cached is not None and cached[0] == version:
+        return cached[1]
     with connections[alias].cursor() as cursor:
         cursor.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts_table}_vocab USING fts5vocab(main, {fts_table}, row)"
@@ -296,7 +296,7 @@ def _index_vocabulary(alias: str, fts_table: str, *, scoped: bool) -> Vocabulary
         else:
             cursor.execute(f"SELECT term FROM temp.{fts_table}_vocab")
         words = Vocabulary.of([row[0] for row in cursor.fetchall()], exact=True)
-    _vocabularies.put((alias, fts_table), (None, version, words), _vocabulary_bytes(words))
+    _vocabularies.put((alias, fts_table), (version, words), _vocabulary_bytes(words))
     return words
 
 
@@ -311,14 +311,14 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
         cursor.execute(f"SELECT COUNT(*), MAX(m.seq), MAX(m.updated_at) {body}", params)
         version = tuple(cursor.fetchone())
         cached = _vocabularies.get(key)
-        if cached is not None and cached[1] == version:
-            return cached[2]
+        if cached is not None and cached[0] == version:
+            return cached[1]
         cursor.execute(f"SELECT m.title, m.content, m.compound {body}", params)
         seen: set[str] = set()
         for row in cursor.fetchall():
             seen.update(WORD.findall(fold(" ".join(row))))
     words = Vocabulary.of(list(seen))
-    _vocabularies.put(key, (None, version, words), _vocabulary_bytes(words))
+    _vocabularies.put(key, (version, words), _vocabulary_bytes(words))
     return words
 
 
@@ -383,12 +383,14 @@ class Target:
 
     @property
     def scoped_index(self) -> bool:
-        """Whether the SQLite index knows whose each row is (the global database's: see migration 0006)."""
+        """Whether the SQLite index knows whose each word is (the global database's: see migration 0008)."""
         return not is_local_alias(self.alias)
 
+    @cached_property
     def tags(self) -> list[str]:
         """What the index's words of the caller's rows begin with: in the global database, the tags of their
-        bottles (pills) or of their owner (capsules); nothing in a project's file (``pillbox.tokens``)."""
+        bottles (pills) or of their owner (capsules); nothing in a project's file (``pillbox.tokens``). Every
+        statement of a search asks: hashed once per target."""
         if not self.scoped_index:
             return [""]
         if self.kind == "capsule":
@@ -537,7 +539,7 @@ def _from(target: Target, terms: list[str], words: list[str],
     fts = target.fts
     # The caller's own words only (tagged with their scopes in the global database): others' rows are never
     # read, ranked nor joined.
-    expression = match_expression(terms, words, every=every, tags=target.tags())
+    expression = match_expression(terms, words, every=every, tags=target.tags)
     # A project file's index still has migration 0006's empty scope column, which weighs nothing.
     weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
