@@ -117,6 +117,32 @@ def capsule_compounds(*, reach: Reach, limit: int) -> list[tuple[str, int]]:
     return sorted(rows, key=lambda item: (-item[1], item[0]))[:limit]
 
 
+@dataclass(frozen=True)
+class SessionMemory:
+    """What a starting session may be shown of one bottle and of the user's capsules: candidates, not a choice."""
+    pills: list[Pill]  # the newest live pills and the most read ones, each with its prescription
+    total_pills: int
+    capsules: list[Capsule]  # newest first
+    total_capsules: int
+
+
+def session_memory(*, reach: Reach, alias: str, bottle: Bottle | None, recent: int, popular: int,
+                   capsules: int) -> SessionMemory:
+    """``bottle`` None: the capsules alone (a directory with no bottle yet)."""
+    mine = Capsule.objects.alive().filter(owner=reach.user)
+    newest_capsules, total_capsules = list(mine.order_by("-seq")[:capsules]), mine.count()
+    if bottle is None:
+        return SessionMemory(pills=[], total_pills=0, capsules=newest_capsules, total_capsules=total_capsules)
+    alive = (Pill.objects.using(alias).alive().filter(prescription__bottle=bottle,
+                                                      prescription__deleted_at__isnull=True)
+             .select_related("prescription"))
+    newest = list(alive.order_by("-seq")[:recent])
+    seen = {pill.pk for pill in newest}
+    read = [pill for pill in alive.filter(views__gt=0).order_by("-views", "-seq")[:popular] if pill.pk not in seen]
+    return SessionMemory(pills=newest + read, total_pills=alive.count(), capsules=newest_capsules,
+                         total_capsules=total_capsules)
+
+
 def bottle_names(reach: Reach) -> dict[uuid.UUID, str]:
     """Bottle id -> name, for search results."""
     return {registration.bottle_id: registration.name for registration in reach.registrations}

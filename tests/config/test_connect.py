@@ -220,6 +220,7 @@ def test_hooks_install_recall_and_recall_prints_the_memory(places, alice, local_
     memory = recall()
     assert memory.startswith("Pillbox memory of this directory: bottle proj")
     assert tool("bottle_context", bottle_id="proj") in memory and older in memory
-    assert f"# prescription_context {latest} (the latest prescription)\nid: {latest}\n[open] Latest session" in memory
-    assert len(memory) <= 6000 and memory.endswith("word …\n\n… (more with prescription_context)")
+    assert f"prescription {latest} [open] Latest session\n  id: " in memory
+    assert len(memory) <= 6000 and memory.endswith("(pill_search finds them; prescription_context <id> lists one "
+                                                   "session's).")
     assert len(recall("--budget", "1500")) <= 1500

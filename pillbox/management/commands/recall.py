@@ -1,9 +1,11 @@
 """`manage.py recall [--user NAME] [--budget CHARS]`: this directory's memory, for a session that is starting.
 
-Prints what an agent would read first: ``bottle_context`` of the working directory's bottle and
-``prescription_context`` of its latest prescription, within a size budget. Claude Code runs it as a
-SessionStart hook (``manage.py connect claude-code --hooks``) and puts what it prints into the new session's
-context. A hook must never stand in the way of a session: any failure prints one line and exits 0.
+Prints what an agent would read first, within a size budget: ``bottle_context`` of the working directory's
+bottle, then pills chosen from the whole bottle (lasting ones, recent and often-read ones, at least one from each
+recent session) and the user's capsules; the last line says what was left out and which tool shows it.
+Claude Code runs it as a SessionStart hook (``manage.py connect claude-code --hooks``) and puts what it prints
+into the new session's context. A hook must never stand in the way of a session: any failure prints one line and
+exits 0.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ logger = logging.getLogger("pillbox")
 
 DEFAULT_BUDGET = 6000
 PRESCRIPTIONS = 10
-PILLS = 20
+RECENT = 400  # newest pills weighed for a session start
+POPULAR = 100  # and the most read among the older ones
+CAPSULES = 100
 
 
 def fit(text: str, budget: int, more: str) -> str:
@@ -35,8 +39,8 @@ def fit(text: str, budget: int, more: str) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Print the Pillbox memory of the current directory's bottle (bottle_context and the latest "
-            "prescription's prescription_context) within a size budget; used as a Claude Code SessionStart hook.")
+    help = ("Print the Pillbox memory of the current directory's bottle (its sessions, the pills that matter most "
+            "across them, and your capsules) within a size budget; used as a Claude Code SessionStart hook.")
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -55,32 +59,31 @@ class Command(BaseCommand):
         from accounts.services import user_get_or_create
         from config.bootstrap import ensure_global_db
         from config.mcp.tools import Caller
-        from pillbox import selectors, texts
+        from pillbox import selectors, session_start, texts
         from pillbox.access import reach_for
         from pillbox.ids import short
-        from pillbox.models import Bottle, Prescription
+        from pillbox.models import Bottle
 
         ensure_global_db()
         caller = Caller(user=user_get_or_create(username=username), transport="stdio", workdir=workdir)
         reach = reach_for(caller)
+        bottle = None
+        if reach.current_path is not None:
+            mine = reach.bottles_in(reach.current)
+            bottle = Bottle.objects.using(reach.current).filter(id__in=mine).order_by("id").first()
+        memory = selectors.session_memory(reach=reach, alias=reach.current, bottle=bottle, recent=RECENT,
+                                          popular=POPULAR, capsules=CAPSULES)
         if reach.current_path is None:
-            return ("Pillbox: no bottle for this directory yet. bottle_create makes one (memory kept next to the "
-                    "code); bottle_list shows the others.")
-        mine = reach.bottles_in(reach.current)
-        bottle = Bottle.objects.using(reach.current).filter(id__in=mine).order_by("id").first()
+            header = ("Pillbox: no bottle for this directory yet. bottle_create makes one (memory kept next to the "
+                      "code); bottle_list shows the others.")
+            return session_start.render(header=header, sessions="", memory=memory, budget=budget)
         if bottle is None:
-            return "Pillbox: this directory's bottle is not in your registry; bottle_vinculate links it."
+            header = "Pillbox: this directory's bottle is not in your registry; bottle_vinculate links it."
+            return session_start.render(header=header, sessions="", memory=memory, budget=budget)
+        # Where the file really is, not the directory a copied or crafted file claims.
+        project = reach.current_path.parent.parent
         header = (f"Pillbox memory of this directory: bottle {bottle.name} ({short(bottle.id)}), "
-                  f"{bottle.directory}\n\n# bottle_context\n")
+                  f"{project}\n\n# bottle_context\n")
         context = selectors.bottle_context(reach=reach, bottle_id=bottle.id.hex, limit=PRESCRIPTIONS)
-        parts = [header + texts.bottle_context(context)]
-        latest = Prescription.objects.using(reach.current).alive().filter(bottle=bottle).order_by("-id").first()
-        if latest is not None:
-            pills = selectors.prescription_context(reach=reach, prescription_id=latest.id.hex, limit=PILLS)
-            parts.append(f"# prescription_context {short(latest.id)} (the latest prescription)\n"
-                         + texts.prescription_context(pills))
-        first = fit(parts[0], budget, "… (more with bottle_context)")
-        rest = budget - len(first) - 2
-        if len(parts) > 1 and rest > 200:
-            return first + "\n\n" + fit(parts[1], rest, "… (more with prescription_context)")
-        return first
+        sessions = fit(texts.bottle_context(context), budget // 3, "… (more with bottle_context)")
+        return session_start.render(header=header, sessions=sessions, memory=memory, budget=budget)
