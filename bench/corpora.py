@@ -17,7 +17,7 @@ both, nonsense (kind ``nonsense``: no word of it is stored, nor within a typo of
     table = score(corpus.queries, results)   # results: {query key: [ranked item ids]}
     rates = absent_rates(corpus.absent, answers)  # answers: {query key: the tool's text answer}
 
-``python bench/corpora.py [RECALL.json]`` checks both corpora and prints their counts per kind.
+``python bench/corpora.py [CORPUS.json ...]`` checks the corpora (by default both) and prints their counts per kind.
 """
 
 from __future__ import annotations
@@ -285,7 +285,12 @@ def describe(corpus: Corpus) -> str:
 
 
 def main(argv: list[str]) -> int:
-    paths = [CONVERSATIONS] + [Path(arg) for arg in argv]
+    if argv:
+        paths = [Path(arg) for arg in argv]
+    else:
+        from common import DATA  # the public set's place; imported here so that a test can load this file alone
+
+        paths = [CONVERSATIONS, DATA / "pills_recall_s1.json"]
     failed = False
     for path in paths:
         corpus = load(path)
