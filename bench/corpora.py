@@ -4,7 +4,7 @@ Two corpora of pills with questions whose right answers are known:
 
 * ``recall``: the public commit-history set (``pills_recall_s1.json``, kept outside the repository; its path is
   given by the caller), kinds a-e look-ups, n questions, p paraphrases; one target per query.
-* ``conversations``: ``bench/data/conversations_s1.json``, eight hand-written dialogues stored one pill per turn,
+* ``conversations``: ``bench/data/conversations_s1.json``, ten hand-written dialogues stored one pill per turn,
   with questions about what was said (kinds fact, temporal, multihop, paraphrase, lookup); each query lists its
   ``evidence`` pills (``target`` is the first, so the shared ``score.py`` reads the file as it reads the other).
 
