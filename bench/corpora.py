@@ -197,8 +197,13 @@ def check_absent(q: Query, texts: Mapping[str, str], vocabulary: set[str]) -> li
         return [f"absent query {q.key}: no key terms"]
     found = [i for i, text in texts.items() if all(has_term(text, term) for term in q.terms)]
     problems = [f"absent query {q.key} ({q.q!r}): {' + '.join(q.terms)} is stored, in {found[:3]}"] if found else []
-    if not content_words(q.q) & vocabulary:
+    own = content_words(q.q)
+    if not own & vocabulary:
         problems.append(f"absent query {q.key} ({q.q!r}): none of its words occurs in the corpus")
+    # No pill may hold every word (a match on all of them would then be a true one).
+    whole = [i for i, text in texts.items() if all(any(w.startswith(o) for w in words(text)) for o in own)]
+    if whole:
+        problems.append(f"absent query {q.key} ({q.q!r}): every word of it is in one pill, {whole[0]}")
     return problems
 
 
@@ -225,7 +230,12 @@ def rank(q: Query, ranked: Sequence[str]) -> int | None:
     return min(ranks) if ranks else None
 
 
-def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
+def complete(q: Query, ranked: Sequence[str], depth: int = 20) -> bool:
+    """Every evidence pill is in the first ``depth``: what a multi-hop answer needs."""
+    return all(e in ranked[:depth] for e in q.evidence)
+
+
+def metrics(ranks: Sequence[int | None], completes: Sequence[bool]) -> dict[str, float]:
     n = len(ranks)
     if not n:
         return {"n": 0}
@@ -235,19 +245,23 @@ def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
         "r@5": sum(r is not None and r <= 5 for r in ranks) / n,
         "mrr@10": sum(1 / r for r in ranks if r is not None and r <= 10) / n,
         "found@20": sum(r is not None and r <= 20 for r in ranks) / n,
+        "all@20": sum(completes) / n,
     }
 
 
 def score(queries: Iterable[Query], results: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """hit@1, R@5, MRR@10 and found@20 over all queries and per kind; a query missing from ``results`` found
-    nothing."""
-    by_kind: dict[str, list[int | None]] = {}
-    every: list[int | None] = []
+    """hit@1, R@5, MRR@10, found@20 (of any evidence pill) and all@20 (every one) over all queries and per
+    kind; a query missing from ``results`` found nothing."""
+    by_kind: dict[str, list[Query]] = {"all": []}
     for q in queries:
-        r = rank(q, results.get(q.key, ()))
-        every.append(r)
-        by_kind.setdefault(q.kind, []).append(r)
-    return {"all": metrics(every), **{kind: metrics(by_kind[kind]) for kind in sorted(by_kind)}}
+        by_kind["all"].append(q)
+        by_kind.setdefault(q.kind, []).append(q)
+    out = {}
+    for kind in ["all", *sorted(set(by_kind) - {"all"})]:
+        ranked = [results.get(q.key, ()) for q in by_kind[kind]]
+        out[kind] = metrics([rank(q, r) for q, r in zip(by_kind[kind], ranked, strict=True)],
+                            [complete(q, r) for q, r in zip(by_kind[kind], ranked, strict=True)])
+    return out
 
 
 def match_of(answer: str) -> str:
@@ -261,10 +275,10 @@ def match_of(answer: str) -> str:
 
 def absent_rates(queries: Iterable[Query], answers: Mapping[str, str]) -> dict[str, dict[str, float]]:
     """Per kind (absent, nonsense): how many queries, the share answered ``No pills found.``, the share claiming
-    ``match: all words``, and the share of each match value."""
+    ``match: all words``, and the share of each match value. Every query must have its answer."""
     by_kind: dict[str, list[str]] = {}
     for q in queries:
-        by_kind.setdefault(q.kind, []).append(match_of(answers.get(q.key, NOTHING)))
+        by_kind.setdefault(q.kind, []).append(match_of(answers[q.key]))
     out: dict[str, dict[str, float]] = {}
     for kind, matches in sorted(by_kind.items()):
         n = len(matches)

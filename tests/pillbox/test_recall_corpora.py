@@ -82,6 +82,7 @@ def test_the_check_finds_each_kind_of_fault(corpora, conversations):
         corpora.Query(key=absent.key, q=f"{word} plans", kind="absent", terms=(word,)),
         corpora.Query(key=nonsense.key, q=word[:-1] + "q", kind="nonsense"),
         corpora.Query(key="x999", q="flimbertrosk", kind="weird"),
+        corpora.Query(key="x998", q=stored["content"], kind="absent", terms=("zeppelin",)),
     ]
     problems = "\n".join(corpora.check(broken))
     assert "kind 'gossip' is not described" in problems
@@ -91,13 +92,15 @@ def test_the_check_finds_each_kind_of_fault(corpora, conversations):
     assert f"absent query {absent.key} ({word} plans): {word} is stored" in problems.replace("'", "")
     assert f"nonsense query {nonsense.key}: {word[:-1] + 'q'!r} is within 1 edits" in problems
     assert "absent query x999: kind 'weird'" in problems
+    assert f"every word of it is in one pill, {stored['id']}" in problems
 
 
 def test_the_scorer_counts_any_evidence_and_reads_the_match_line(corpora):
     two = corpora.Query(key="0", q="", kind="multihop", evidence=("a", "b"))
     one = corpora.Query(key="1", q="", kind="fact", evidence=("c",))
     table = corpora.score([two, one], {"0": ["x", "b", "a"], "1": ["x"] * 20 + ["c"]})
-    assert table["multihop"]["mrr@10"] == 0.5 and table["multihop"]["r@5"] == 1
+    assert table["multihop"]["mrr@10"] == 0.5 and table["multihop"]["r@5"] == 1 and table["multihop"]["all@20"] == 1
+    assert corpora.score([two], {"0": ["b"]})["all"]["all@20"] == 0
     assert table["fact"]["found@20"] == 0 and table["all"]["mrr@10"] == 0.25
     absent = [corpora.Query(key=k, q="", kind="absent") for k in "abc"]
     absent.append(corpora.Query(key="d", q="", kind="nonsense"))
