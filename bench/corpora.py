@@ -16,6 +16,8 @@ both, nonsense (kind ``nonsense``: no word of it is stored, nor within a typo of
     problems = check(corpus)                 # [] when every id, kind and absence holds
     table = score(corpus.queries, results)   # results: {query key: [ranked item ids]}
     rates = absent_rates(corpus.absent, answers)  # answers: {query key: the tool's text answer}
+    print(markdown({"words": words, "meaning": meaning, "fused": fused}))  # each a score() table
+    gaps = fusion_gaps(fused, {"words": words, "meaning": meaning})  # [] when fusion never costs
 
 ``python bench/corpora.py [CORPUS.json ...]`` checks the corpora (by default both) and prints their counts per kind.
 """
@@ -262,6 +264,36 @@ def score(queries: Iterable[Query], results: Mapping[str, Sequence[str]]) -> dic
         out[kind] = metrics([rank(q, r) for q, r in zip(by_kind[kind], ranked, strict=True)],
                             [complete(q, r) for q, r in zip(by_kind[kind], ranked, strict=True)])
     return out
+
+
+Table = Mapping[str, Mapping[str, float]]  # kind -> metric -> value, as ``score`` returns it
+GOAL_METRICS = ("mrr@10", "r@5")
+
+
+def fusion_gaps(fused: Table, singles: Mapping[str, Table],
+                metrics: Sequence[str] = GOAL_METRICS) -> list[tuple[str, str, float, str, float]]:
+    """Where the fused ranking scores below the better single signal: (kind, metric, fused, best signal, its
+    value) for every kind and metric, worst shortfall first. Empty when fusion never costs."""
+    gaps = []
+    for kind, row in fused.items():
+        for metric in metrics:
+            best, value = max(((name, table[kind][metric]) for name, table in singles.items() if kind in table),
+                              key=lambda pair: pair[1])
+            if row[metric] < value - 1e-9:
+                gaps.append((kind, metric, row[metric], best, value))
+    return sorted(gaps, key=lambda gap: gap[2] - gap[4])
+
+
+def markdown(tables: Mapping[str, Table], metrics: Sequence[str] = ("mrr@10", "r@5", "found@20", "all@20")) -> str:
+    """The systems side by side, one row per kind, one column per metric and system."""
+    names = list(tables)
+    first = tables[names[0]]
+    lines = ["| kind | n | " + " | ".join(f"{m} {name}" for m in metrics for name in names) + " |",
+             "|" + "---|" * (2 + len(metrics) * len(names))]
+    for kind in first:
+        cells = [f"{tables[name][kind][m]:.3f}" for m in metrics for name in names]
+        lines.append(f"| {kind} | {first[kind]['n']:.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def match_of(answer: str) -> str:

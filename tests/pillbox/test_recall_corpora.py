@@ -108,3 +108,15 @@ def test_the_scorer_counts_any_evidence_and_reads_the_match_line(corpora):
                                           "c": "Found 1 pill\n", "d": "No pills found."})
     assert rates["absent"]["empty"] == pytest.approx(1 / 3) and rates["absent"]["all words"] == pytest.approx(1 / 3)
     assert rates["absent"]["match unlabelled"] == pytest.approx(1 / 3) and rates["nonsense"]["empty"] == 1
+
+
+def test_fusion_gaps_name_each_kind_where_fusion_costs(corpora):
+    words = {"all": {"n": 2, "mrr@10": 0.5, "r@5": 1.0}, "fact": {"n": 1, "mrr@10": 1.0, "r@5": 1.0}}
+    meaning = {"all": {"n": 2, "mrr@10": 0.6, "r@5": 0.5}, "fact": {"n": 1, "mrr@10": 0.2, "r@5": 1.0}}
+    fused = {"all": {"n": 2, "mrr@10": 0.6, "r@5": 1.0}, "fact": {"n": 1, "mrr@10": 0.5, "r@5": 1.0}}
+    assert corpora.fusion_gaps(fused, {"words": words, "meaning": meaning}) == [("fact", "mrr@10", 0.5, "words", 1.0)]
+    fused["fact"]["mrr@10"] = 1.0
+    assert corpora.fusion_gaps(fused, {"words": words, "meaning": meaning}) == []
+    table = corpora.markdown({"words": words, "fused": fused}, metrics=("mrr@10",))
+    assert table.splitlines()[0] == "| kind | n | mrr@10 words | mrr@10 fused |"
+    assert table.splitlines()[3] == "| fact | 1 | 1.000 | 1.000 |"
