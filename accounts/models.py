@@ -74,6 +74,9 @@ class ListLink(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="list_links")
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The random part of the link's token (the token is it with the site's signature of it and of the user's
+    # account uid). Empty for links made before tokens carried one: those no longer open (todos.access).
+    nonce = models.CharField(max_length=64, blank=True, default="", editable=False)
     kind = models.CharField(max_length=16, choices=KINDS)
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="list_links")
     # The OAuth application's pk, kept without a foreign key: the stdio servers run without the OAuth provider app
