@@ -74,13 +74,38 @@ class ProtectedResourceMetadataView(dot.OAuthProtectedResourceMetadataView):
         return f"{MCP_RESOURCES[self.url_name]} MCP server"
 
 
+_LOGIN_REQUIRED = (
+    "The client asked for an answer without any page (prompt=none), but signing in and approving it here "
+    "are needed first: start again from the client without prompt=none."
+)
+
+
 class McpAuthorizationView(dot.AuthorizationView):
     """DOT's authorization endpoint (login required, then consent), refusing up front any request whose
-    ``resource`` is missing or not one of our MCP endpoints, and showing the resources on the consent page."""
+    ``resource`` is missing or not one of our MCP endpoints, and showing the resources on the consent page.
+
+    Nothing before the consent form is posted redirects to the client: errors are shown on this site, and so is
+    ``prompt=none``'s ``login_required`` (DOT sends it to the redirect URI, which any anonymous registration
+    names), whether the browser has no session or has one that has not approved this request (consent is always
+    asked here, so a silent answer is never possible)."""
 
     template_name = "oauth2_provider/authorize.html"
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if (refusal := self._refusal(request)) is not None:
+            return refusal
+        return super().get(request, *args, **kwargs)
+
+    def handle_no_permission(self) -> HttpResponse:
+        """No session: DOT's answer (the login page), except that a bad request is refused here first, and
+        ``prompt=none`` (no page may be shown, and none can be skipped) is answered here too."""
+        if self.request.method == "GET" and (refusal := self._refusal(self.request)) is not None:
+            return refusal
+        response: HttpResponse = super().handle_no_permission()
+        return response
+
+    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        """The page refusing this request before any consent, or None to go on."""
         resources = request.GET.getlist("resource")
         problem: tuple[str, str] | None = None
         if not resources:
@@ -90,13 +115,18 @@ class McpAuthorizationView(dot.AuthorizationView):
         elif request.GET.get("code_challenge") and request.GET.get("code_challenge_method") != "S256":
             # oauthlib accepts "plain" here and DOT only refuses it when the consent form is posted.
             problem = ("invalid_request", "PKCE code_challenge_method must be S256.")
-        if problem is None:
-            return super().get(request, *args, **kwargs)
+        prompt = set(request.GET.get("prompt", "").split())
+        if problem is None and "none" not in prompt:
+            return None
         try:
             _scopes, credentials = self.validate_authorization_request(request)
-        except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
+        except OAuthToolkitError as error:  # bad client or redirect URI, or a bad request: shown here
             return self.error_response(error, application=None)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
+        if problem is None:
+            if application.skip_authorization and request.user.is_authenticated:
+                return None  # approved in advance by the site: DOT answers without a page, as prompt=none asks
+            problem = ("login_required", _LOGIN_REQUIRED)
         refusal = OAuthToolkitError(
             error=CustomOAuth2Error(error=problem[0], description=problem[1], state=credentials.get("state")),
             redirect_uri=credentials["redirect_uri"],
