@@ -15,18 +15,21 @@ Routes (``oauth_urlpatterns``, mounted at the site root under the ``oauth2_provi
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import views as auth_views
+from django.db import router, transaction
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot
 from oauth2_provider.exceptions import OAuthToolkitError
-from oauth2_provider.models import get_application_model
+from oauth2_provider.models import get_application_model, get_refresh_token_model
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
@@ -157,6 +160,31 @@ class McpAuthorizationView(dot.AuthorizationView):
         return context
 
 
+@method_decorator(csrf_exempt, name="dispatch")
+class McpTokenView(dot.TokenView):
+    """DOT's token endpoint, with refreshes of one refresh token taken one at a time.
+
+    DOT validates a refresh token outside the transaction that rotates it, so two refreshes with the same token
+    at once could both pass: two winners with different tokens, or the loser's reuse detection deleting the access
+    token the winner was still answering with (a 500 from DOT's own lookup after issuing it). Here the whole
+    exchange runs in one transaction that first writes the token's row (a row lock on PostgreSQL, the write lock
+    on SQLite): the first refresh rotates it and answers; every other one then finds it already used, which is a
+    reuse, so it answers ``invalid_grant`` and the whole token family is revoked (the winner's new tokens too),
+    as for any reuse with ``REFRESH_TOKEN_GRACE_PERIOD_SECONDS`` at 0."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        presented = request.POST.get("refresh_token") if request.POST.get("grant_type") == "refresh_token" else None
+        if not presented:
+            response: HttpResponse = super().post(request, *args, **kwargs)
+            return response
+        RefreshToken = get_refresh_token_model()
+        checksum = hashlib.sha256(presented.encode("utf-8", "replace")).hexdigest()
+        with transaction.atomic(using=router.db_for_write(RefreshToken)):
+            RefreshToken.objects.filter(token_checksum=checksum).update(token_checksum=F("token_checksum"))
+            response = super().post(request, *args, **kwargs)
+        return response
+
+
 def _rate_limited(request: HttpRequest) -> HttpResponse | None:
     if retry_after := registration_rate_limited(request):
         response = JsonResponse(
@@ -259,7 +287,7 @@ def _metadata_paths() -> list[URLPattern]:
 oauth_urlpatterns = [
     *_metadata_paths(),
     path("o/authorize/", McpAuthorizationView.as_view(), name="authorize"),
-    path("o/token/", dot.TokenView.as_view(), name="token"),
+    path("o/token/", McpTokenView.as_view(), name="token"),
     path("o/revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("o/register/", RegistrationView.as_view(), name="dcr-register"),
     path(
