@@ -82,3 +82,32 @@ def test_refreshes_racing_with_one_token(tmp_path: Path):
             client_id, tokens = _tokens(site, "/mcp")  # the client signs in again: a new family
             alone = _refresh(site, client_id, tokens["refresh_token"])
             assert alone.status_code == 200, alone.text
+
+
+def _refresh_for(site: str, client_id: str, refresh_token: str, resource: str) -> httpx2.Response:
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id, "resource": resource}
+    return httpx2.post(site + "/o/token/", data=data, timeout=60)
+
+
+def test_a_token_opens_only_the_endpoint_it_was_granted_for(oauth_site, alice_login):
+    """A token from the real flow for one MCP server is refused by the other (both ways), its refreshed
+    successor keeps that audience, and a refresh asking for the other server is refused without harming the
+    grant; a grant for both (both named on the consent page) opens both."""
+    site = oauth_site.url
+    for granted, other in (("/mcp", "/pillbox/mcp"), ("/pillbox/mcp", "/mcp")):
+        client_id, tokens = _tokens(site, granted)
+        assert _mcp_status(site, granted, tokens["access_token"]) == 200
+        assert _mcp_status(site, other, tokens["access_token"]) == 401, f"a {granted} token opened {other}"
+        widened = _refresh_for(site, client_id, tokens["refresh_token"], site + other)
+        assert widened.status_code == 400 and widened.json()["error"] == "invalid_target", widened.text
+        refreshed = _refresh(site, client_id, tokens["refresh_token"])
+        assert refreshed.status_code == 200, refreshed.text  # the refused widening did not spend the token
+        assert _mcp_status(site, granted, refreshed.json()["access_token"]) == 200
+        assert _mcp_status(site, other, refreshed.json()["access_token"]) == 401
+    client_id = register_client(site)
+    verifier, challenge = pkce_pair()
+    url = authorize_url(site, client_id, challenge, resource=[site + "/mcp", site + "/pillbox/mcp"])
+    both = exchange(site, client_id, authorization_redirect(site, url)["code"], verifier)
+    assert both.status_code == 200, both.text
+    assert _mcp_status(site, "/mcp", both.json()["access_token"]) == 200
+    assert _mcp_status(site, "/pillbox/mcp", both.json()["access_token"]) == 200
