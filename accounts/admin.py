@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from accounts.models import Account, ApiKey, LoginPressure
 from accounts.services import apikey_revoke
-from accounts.throttle import login_delay
+from accounts.throttle import pressure_delay
 
 
 @admin.register(Account)
@@ -78,7 +78,7 @@ class LoginPressureAdmin(admin.ModelAdmin):
 
     @admin.display(description="delay per address")
     def current_delay(self, pressure: LoginPressure) -> str:
-        delay = login_delay(pressure.failures)
+        delay = pressure_delay(pressure.failures, pressure.window_started_at)
         return f"{delay} s" if delay else "none"
 
     def has_add_permission(self, request: HttpRequest) -> bool:

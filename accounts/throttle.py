@@ -302,9 +302,14 @@ def _account_delay(username: str) -> int:
         .values_list("failures", "window_started_at")
         .first()
     )
-    if found is None or _clock() - found[1] > timedelta(seconds=login_account_ceiling()[1]):
+    return pressure_delay(*found) if found is not None else 0
+
+
+def pressure_delay(failures: int, window_started_at: datetime) -> int:
+    """``login_delay`` while the account's window is open (0 once it has passed)."""
+    if _clock() - window_started_at > timedelta(seconds=login_account_ceiling()[1]):
         return 0
-    return login_delay(found[0])
+    return login_delay(failures)
 
 
 def _username_field() -> str:
