@@ -7,8 +7,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from accounts.models import Account, ApiKey
+from accounts.models import Account, ApiKey, LoginPressure
 from accounts.services import apikey_revoke
+from accounts.throttle import pressure_delay
 
 
 @admin.register(Account)
@@ -63,3 +64,22 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a key is shown once when made, which the admin cannot do safely
+
+
+@admin.register(LoginPressure)
+class LoginPressureAdmin(admin.ModelAdmin):
+    """Accounts that failed logins from any address lately: who is being guessed at, and how much each address
+    is slowed down for them (browsers that signed in as the account before are never slowed)."""
+
+    list_display = ("user", "failures", "current_delay", "window_started_at", "last_failure_at", "last_address")
+    search_fields = ("user__username", "last_address")
+    list_select_related = ("user",)
+    readonly_fields = ("user", "failures", "window_started_at", "last_failure_at", "last_address")
+
+    @admin.display(description="delay per address")
+    def current_delay(self, pressure: LoginPressure) -> str:
+        delay = pressure_delay(pressure.failures, pressure.window_started_at)
+        return f"{delay} s" if delay else "none"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -2,8 +2,9 @@
 
 Guessing is throttled without locking anyone out (``accounts.throttle``): the credential is checked first and a
 valid one always passes; only failures are counted, per client address and per presented uid, and once either
-bucket is full further failures answer 429 with ``Retry-After``. The login forms get the same treatment from
-``LoginThrottleMiddleware`` (``LOGIN_RATE_LIMIT``, per address and per username).
+bucket is full further failures answer 429 with ``Retry-After``. The login forms are guarded by
+``LoginThrottleMiddleware``: per (username, address) and per address, and across addresses a slowdown, never a
+lockout (``accounts.throttle.login_wait``).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import json
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.core import signing
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
 from accounts.caller import Caller, Credential
 from accounts.services import KEY_PREFIX, apikey_find
-from accounts.throttle import auth_failure_limit, exhausted, failure, login_limit, too_many
+from accounts.throttle import auth_failure_limit, failure, login_failure, login_wait, too_many
 
 # The kind of credential a request carried, as the refusal names it.
 KIND_API_KEY, KIND_OAUTH, KIND_UID_KEY = "API key", "OAuth access token", "uid and key"
@@ -127,21 +130,32 @@ DEVICE_SALT = "accounts.login-device"
 DEVICE_MAX_AGE = 180 * 24 * 3600
 
 
+def login_username(raw: object) -> str:
+    """The username a login form's text names, as Django's login form reads it (surrounding spaces stripped,
+    NFKC): "ALICE " is the account "ALICE", not "alice" (usernames are matched exactly)."""
+    try:
+        return str(UsernameField(max_length=150).clean(str(raw)))
+    except ValidationError:
+        return str(raw).strip()[:150]
+
+
 def _known_device(request: HttpRequest, username: str) -> bool:
     """Whether this browser signed in as ``username`` before (a signed cookie set at that login)."""
     try:
         known = signing.loads(request.COOKIES.get(DEVICE_COOKIE, ""), salt=DEVICE_SALT, max_age=DEVICE_MAX_AGE)
     except signing.BadSignature:
         return False
-    return isinstance(known, list) and username.lower() in known
+    return isinstance(known, list) and username in known
 
 
 class LoginThrottleMiddleware:
-    """Failed password logins (the site's and the admin's login forms), counted per client address and per
-    username. Passwords can be guessed, unlike keys, so once either bucket is full a login attempt from a browser
-    that never signed in as that user answers 429 without the password being checked; a browser that did (a signed
-    cookie set at each successful login) is still let through, so a stranger hammering an account cannot lock its
-    owner out of their own browsers. A failed login is the form coming back (200); a success redirects."""
+    """Failed password logins (the site's and the admin's login forms), counted per (username, address), per
+    address, and per account across addresses (``accounts.throttle``). Passwords can be guessed, unlike keys, so a
+    full (username, address) or address bucket answers 429 without checking the password, and an account guessed
+    at from many addresses makes every address wait a growing delay between checked attempts. A browser that
+    signed in as the user before (a signed cookie set at each successful login) skips all of it, so a stranger
+    can neither lock the owner out of their own browsers nor do more than slow a new one down. A failed login is
+    the form coming back (200); a success redirects."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -161,10 +175,8 @@ class LoginThrottleMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST" or request.path not in self.login_paths():
             return self.get_response(request)
-        username = str(request.POST.get("username", ""))[:150]
-        limit = login_limit()
-        wait = exhausted(request, kind="login", limit=limit, identity=username or None)
-        if wait and not (username and _known_device(request, username)):
+        username = login_username(request.POST.get("username", ""))
+        if not (username and _known_device(request, username)) and (wait := login_wait(request, username)):
             return too_many(
                 wait,
                 f"Too many failed logins for this account or from this address; try again in {wait} seconds.\n",
@@ -172,7 +184,7 @@ class LoginThrottleMiddleware:
             )
         response = self.get_response(request)
         if response.status_code == 200:
-            failure(request, kind="login", limit=limit, identity=username or None)
+            login_failure(request, username)
         elif 300 <= response.status_code < 400 and getattr(request, "user", None) and request.user.is_authenticated:
             _remember_device(request, response, request.user.get_username())
         return response
@@ -184,7 +196,7 @@ def _remember_device(request: HttpRequest, response: HttpResponse, username: str
     except signing.BadSignature:
         known = []
     names = [name for name in (known if isinstance(known, list) else []) if isinstance(name, str)]
-    names = ([username.lower()] + [name for name in names if name != username.lower()])[:5]
+    names = ([username] + [name for name in names if name != username])[:5]
     response.set_cookie(
         DEVICE_COOKIE,
         signing.dumps(names, salt=DEVICE_SALT),

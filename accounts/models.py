@@ -74,6 +74,9 @@ class ListLink(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="list_links")
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The random part of the link's token (the token is it with the site's signature of it and of the user's
+    # account uid). Empty for links made before tokens carried one: those no longer open (todos.access).
+    nonce = models.CharField(max_length=64, blank=True, default="", editable=False)
     kind = models.CharField(max_length=16, choices=KINDS)
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.CASCADE, related_name="list_links")
     # The OAuth application's pk, kept without a foreign key: the stdio servers run without the OAuth provider app
@@ -110,3 +113,23 @@ class RedeemedCode(models.Model):
     token_family = models.UUIDField(null=True, blank=True)
     access_token_checksum = models.CharField(max_length=64, blank=True)
     redeemed_at = models.DateTimeField(auto_now_add=True)
+
+
+class LoginPressure(models.Model):
+    """Failed password logins for one account from every address, for a while (``LOGIN_ACCOUNT_CEILING``): past
+    the ceiling each address waits a growing delay before its next attempt at the account is checked; a browser
+    that signed in as the account before never waits. Kept in the database so that staff see who is being
+    guessed at (the admin's "Login pressure")."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="login_pressure")
+    failures = models.PositiveIntegerField(default=0, help_text="Failed logins since the window opened.")
+    window_started_at = models.DateTimeField()
+    last_failure_at = models.DateTimeField()
+    last_address = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        verbose_name_plural = "login pressure"
+        ordering = ["-last_failure_at"]
+
+    def __str__(self) -> str:
+        return f"{self.failures} failed logins for {self.user}"

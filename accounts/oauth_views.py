@@ -15,18 +15,21 @@ Routes (``oauth_urlpatterns``, mounted at the site root under the ``oauth2_provi
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import views as auth_views
+from django.db import router, transaction
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot
 from oauth2_provider.exceptions import OAuthToolkitError
-from oauth2_provider.models import get_application_model
+from oauth2_provider.models import get_application_model, get_refresh_token_model
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
@@ -74,13 +77,38 @@ class ProtectedResourceMetadataView(dot.OAuthProtectedResourceMetadataView):
         return f"{MCP_RESOURCES[self.url_name]} MCP server"
 
 
+_LOGIN_REQUIRED = (
+    "The client asked for an answer without any page (prompt=none), but signing in and approving it here "
+    "are needed first: start again from the client without prompt=none."
+)
+
+
 class McpAuthorizationView(dot.AuthorizationView):
     """DOT's authorization endpoint (login required, then consent), refusing up front any request whose
-    ``resource`` is missing or not one of our MCP endpoints, and showing the resources on the consent page."""
+    ``resource`` is missing or not one of our MCP endpoints, and showing the resources on the consent page.
+
+    Nothing before the consent form is posted redirects to the client: errors are shown on this site, and so is
+    ``prompt=none``'s ``login_required`` (DOT sends it to the redirect URI, which any anonymous registration
+    names), whether the browser has no session or has one that has not approved this request (consent is always
+    asked here, so a silent answer is never possible)."""
 
     template_name = "oauth2_provider/authorize.html"
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if (refusal := self._refusal(request)) is not None:
+            return refusal
+        return super().get(request, *args, **kwargs)
+
+    def handle_no_permission(self) -> HttpResponse:
+        """No session: DOT's answer (the login page), except that a bad request is refused here first, and
+        ``prompt=none`` (no page may be shown, and none can be skipped) is answered here too."""
+        if self.request.method == "GET" and (refusal := self._refusal(self.request)) is not None:
+            return refusal
+        response: HttpResponse = super().handle_no_permission()
+        return response
+
+    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        """The page refusing this request before any consent, or None to go on."""
         resources = request.GET.getlist("resource")
         problem: tuple[str, str] | None = None
         if not resources:
@@ -90,13 +118,18 @@ class McpAuthorizationView(dot.AuthorizationView):
         elif request.GET.get("code_challenge") and request.GET.get("code_challenge_method") != "S256":
             # oauthlib accepts "plain" here and DOT only refuses it when the consent form is posted.
             problem = ("invalid_request", "PKCE code_challenge_method must be S256.")
-        if problem is None:
-            return super().get(request, *args, **kwargs)
+        prompt = set(request.GET.get("prompt", "").split())
+        if problem is None and "none" not in prompt:
+            return None
         try:
             _scopes, credentials = self.validate_authorization_request(request)
-        except OAuthToolkitError as error:  # bad client or redirect URI: shown here, never redirected
+        except OAuthToolkitError as error:  # bad client or redirect URI, or a bad request: shown here
             return self.error_response(error, application=None)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
+        if problem is None:
+            if application.skip_authorization and request.user.is_authenticated:
+                return None  # approved in advance by the site: DOT answers without a page, as prompt=none asks
+            problem = ("login_required", _LOGIN_REQUIRED)
         refusal = OAuthToolkitError(
             error=CustomOAuth2Error(error=problem[0], description=problem[1], state=credentials.get("state")),
             redirect_uri=credentials["redirect_uri"],
@@ -125,6 +158,31 @@ class McpAuthorizationView(dot.AuthorizationView):
             client_id = application.client_id
             context["client_host"] = urlsplit(client_id).netloc if client_id.startswith("https://") else ""
         return context
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class McpTokenView(dot.TokenView):
+    """DOT's token endpoint, with refreshes of one refresh token taken one at a time.
+
+    DOT validates a refresh token outside the transaction that rotates it, so two refreshes with the same token
+    at once could both pass: two winners with different tokens, or the loser's reuse detection deleting the access
+    token the winner was still answering with (a 500 from DOT's own lookup after issuing it). Here the whole
+    exchange runs in one transaction that first writes the token's row (a row lock on PostgreSQL, the write lock
+    on SQLite): the first refresh rotates it and answers; every other one then finds it already used, which is a
+    reuse, so it answers ``invalid_grant`` and the whole token family is revoked (the winner's new tokens too),
+    as for any reuse with ``REFRESH_TOKEN_GRACE_PERIOD_SECONDS`` at 0."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        presented = request.POST.get("refresh_token") if request.POST.get("grant_type") == "refresh_token" else None
+        if not presented:
+            response: HttpResponse = super().post(request, *args, **kwargs)
+            return response
+        RefreshToken = get_refresh_token_model()
+        checksum = hashlib.sha256(presented.encode("utf-8", "replace")).hexdigest()
+        with transaction.atomic(using=router.db_for_write(RefreshToken)):
+            RefreshToken.objects.filter(token_checksum=checksum).update(token_checksum=F("token_checksum"))
+            response = super().post(request, *args, **kwargs)
+        return response
 
 
 def _rate_limited(request: HttpRequest) -> HttpResponse | None:
@@ -229,7 +287,7 @@ def _metadata_paths() -> list[URLPattern]:
 oauth_urlpatterns = [
     *_metadata_paths(),
     path("o/authorize/", McpAuthorizationView.as_view(), name="authorize"),
-    path("o/token/", dot.TokenView.as_view(), name="token"),
+    path("o/token/", McpTokenView.as_view(), name="token"),
     path("o/revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("o/register/", RegistrationView.as_view(), name="dcr-register"),
     path(

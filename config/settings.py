@@ -189,13 +189,14 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "accounts.throttle.ProxyHeadersMiddleware",  # X-Forwarded-* only from TRUSTED_PROXIES (with TRUST_PROXY_HEADERS)
     "django.middleware.security.SecurityMiddleware",
     "config.csp.ContentSecurityPolicyMiddleware",  # scripts only from our own files, on every response
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "accounts.auth.LoginThrottleMiddleware",  # failed logins per IP per window (LOGIN_RATE_LIMIT)
+    "accounts.auth.LoginThrottleMiddleware",  # failed logins per (account, address), per address; accounts slow down
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -243,9 +244,12 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-# Behind a reverse proxy (see README "Production"): trust its headers only when told to. The client address for
-# throttling is then the X-Forwarded-For entry TRUSTED_PROXY_HOPS from the right (one per proxy in front).
+# Behind a reverse proxy (see README "Production"): trust its headers only when told to, and only on requests whose
+# peer is one of TRUSTED_PROXIES (addresses or networks; accounts.throttle.ProxyHeadersMiddleware drops them from
+# anyone else). The client address for throttling is then the X-Forwarded-For entry TRUSTED_PROXY_HOPS from the
+# right (one per proxy in front).
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 TRUSTED_PROXY_HOPS = int(os.environ.get("TRUSTED_PROXY_HOPS") or 1)
 if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -325,7 +329,14 @@ OAUTH_DCR_RATE_LIMIT = (int(os.environ.get("OAUTH_DCR_RATE_LIMIT") or 20), 3600)
 # Failed credentials per client IP per window (count, seconds), counted in the default cache: API keys and tokens
 # at the MCP endpoints (accounts.auth.mcp_caller), and passwords at the login forms (LoginThrottleMiddleware).
 AUTH_FAILURE_RATE_LIMIT = (int(os.environ.get("AUTH_FAILURE_RATE_LIMIT") or 20), 60)
+# Failed logins: per (username, address) LOGIN_RATE_LIMIT and per address LOGIN_ADDRESS_RATE_LIMIT a minute, past
+# which that browser's attempts wait unchecked; per account across addresses LOGIN_ACCOUNT_CEILING failures in 15
+# minutes, past which every address waits a delay (2 s, doubling, at most LOGIN_MAX_DELAY seconds) between checked
+# attempts. A browser that signed in as the account before never waits.
 LOGIN_RATE_LIMIT = (int(os.environ.get("LOGIN_RATE_LIMIT") or 10), 60)
+LOGIN_ADDRESS_RATE_LIMIT = (int(os.environ.get("LOGIN_ADDRESS_RATE_LIMIT") or 50), 60)
+LOGIN_ACCOUNT_CEILING = (int(os.environ.get("LOGIN_ACCOUNT_CEILING") or 0), 900)  # 0: LOGIN_RATE_LIMIT's count
+LOGIN_MAX_DELAY = int(os.environ.get("LOGIN_MAX_DELAY") or 60)
 # How long a /list link from get_list_url lives at most (it dies sooner with the credential that obtained it).
 LIST_LINK_MAX_AGE_DAYS = float(os.environ.get("LIST_LINK_MAX_AGE_DAYS") or 30)
 # W008 warns that http redirect URIs are allowed: they are, for loopback only (see ALLOWED_REDIRECT_URI_SCHEMES).

@@ -1,11 +1,13 @@
 """Who may open a /list page: the link ``get_list_url`` hands out, or the seed's ``?uid=&key=``.
 
-A caller that presented its key in the URL gets that same form back (it already holds the key), which dies with
-the key. Everyone else gets a link (the site's signature of its row) whose hash is kept as an
-``accounts.ListLink`` tied to the credential that asked for it: the API key, the OAuth grant (its refresh-token
-family, which rotation keeps and reuse detection revokes), or the local stdio agent. A link opens the list only
-while it is unexpired (``LIST_LINK_MAX_AGE_DAYS``), not revoked on the account page, and its credential is still
-alive.
+A caller that presented its key in the URL gets that same form back (it already holds the key), which dies with the
+key. Everyone else gets a link (a random nonce and the site's signature of it and of the user's account uid) whose
+hash is kept as an ``accounts.ListLink`` tied to the credential that asked for it: the API key, the OAuth grant (its
+refresh-token family, which rotation keeps and reuse detection revokes), or the local stdio agent. A link opens the
+list only while it is unexpired (``LIST_LINK_MAX_AGE_DAYS``), not revoked on the account page, and its credential is
+still alive. On use the token is found by its hash and then checked against the row's user: its signature must be of
+that user's account uid and the row's nonce. Nothing in a token comes from a counter, so a restored backup (which
+rolls the id counters back) never hands one user a token another user held.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core import signing
-from django.db import transaction
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 
 from accounts.models import ListLink
 from accounts.services import account_for, apikey_authenticate
@@ -59,6 +61,7 @@ def link_create(*, user: User, credential: Credential) -> str:
     """A link for ``user`` tied to ``credential``. Asked again by the same credential while its link has at least
     half its life left, the same link comes back (``get_list_url`` is idempotent: an agent asking each session
     does not fill the account page with links); otherwise a new one."""
+    account = account_for(user)
     now = timezone.now()
     fields = {
         "kind": credential.kind,
@@ -70,28 +73,44 @@ def link_create(*, user: User, credential: Credential) -> str:
         # A grant without a refresh-token family is tied to its one access token: never shared.
         fresh = now + link_max_age() / 2
         for link in ListLink.objects.unexpired().filter(user=user, expires_at__gt=fresh, **fields).order_by("-pk")[:5]:
-            token = _derived(link.pk)
-            if _hash(token) == link.token_hash:
+            if link.nonce and _hash(token := _signed(link.nonce, account.uid)) == link.token_hash:
                 return token
-    with transaction.atomic():
-        link = ListLink.objects.create(
-            user=user,
-            token_hash=_hash(secrets.token_urlsafe(32)),  # replaced below, once the row's pk is known
-            access_token_id=credential.access_token_id,
-            expires_at=now + link_max_age(),
-            **fields,
-        )
-        token = _derived(link.pk)
-        ListLink.objects.filter(pk=link.pk).update(token_hash=_hash(token))
+    nonce = secrets.token_urlsafe(18)
+    token = _signed(nonce, account.uid)
+    ListLink.objects.create(
+        user=user,
+        token_hash=_hash(token),
+        nonce=nonce,
+        access_token_id=credential.access_token_id,
+        expires_at=now + link_max_age(),
+        **fields,
+    )
     # Dead links are kept a while for the account page's sake, not forever.
     ListLink.objects.filter(user=user, expires_at__lt=now - timedelta(days=7)).delete()
     return token
 
 
-def _derived(link_pk: int) -> str:
-    """A link's token: the site's signature of its row (HMAC with SECRET_KEY), so it can be handed out again
-    while only its hash is stored. A new SECRET_KEY makes new tokens; links already handed out keep working."""
-    return LINK_PREFIX + signing.Signer(salt="todos.list-link").signature(f"list-link:{link_pk}")
+def _signer() -> signing.Signer:
+    return signing.Signer(salt="todos.list-link", sep=".")
+
+
+def _signed(nonce: str, account_uid: str) -> str:
+    """A link's token: its nonce and the site's signature (HMAC with SECRET_KEY) of the nonce and the user's
+    account uid, so it can be handed out again while only its hash is stored. A new SECRET_KEY makes new tokens;
+    links already handed out keep working while the old key is in ``SECRET_KEY_FALLBACKS``."""
+    return LINK_PREFIX + nonce + "." + _signer().signature(f"list-link.{account_uid}.{nonce}")
+
+
+def _signed_for(token: str, *, nonce: str, account_uid: str) -> bool:
+    """Whether ``token`` is the signature of ``nonce`` for this account (under the key or a fallback key)."""
+    given_nonce, _, signature = token.removeprefix(LINK_PREFIX).partition(".")
+    if not nonce or not constant_time_compare(given_nonce, nonce):
+        return False
+    try:
+        _signer().unsign(f"list-link.{account_uid}.{nonce}.{signature}")
+    except signing.BadSignature:
+        return False
+    return True
 
 
 def _token_family(access_token_id: int | None) -> str | None:
@@ -154,11 +173,15 @@ def list_link_user(token: str) -> User | None:
         return None
     link = (
         ListLink.objects.unexpired()
-        .select_related("user", "api_key")
+        .select_related("user__account", "api_key")
         .filter(token_hash=_hash(token))
         .first()
     )
-    if link is None or not link.user.is_active or not credential_alive(link):
+    if link is None or not link.user.is_active:
+        return None
+    # The row's hash matched: the token must also be this user's (a row put back by a restore, or written by
+    # anyone able to write the table, cannot open another account's list).
+    if not _signed_for(token, nonce=link.nonce, account_uid=account_for(link.user).uid) or not credential_alive(link):
         return None
     now = timezone.now()
     if link.last_used_at is None or now - link.last_used_at > LAST_USED_RESOLUTION:

@@ -225,6 +225,7 @@ def test_proxy_header_is_trusted_only_when_configured(alice, settings):
 
     cache.clear()
     settings.TRUST_PROXY_HEADERS, settings.TRUSTED_PROXY_HOPS = True, 1
+    settings.TRUSTED_PROXIES = ["10.9.9.0/24"]  # the peer is a configured proxy
     # On: the proxy's own entry (the last one) is the client; what the client put before it is ignored.
     for _ in range(4):
         _mcp(Client(**proxy), "pbx_bad", HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.7")
