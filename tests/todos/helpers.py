@@ -91,6 +91,9 @@ async def scenario_listing(client: Client) -> None:
         "delete_todo",
         "reopen_todo",
         "next_todos",
+        "update_todo",
+        "claim_todo",
+        "release_todo",
     }
     for tool in tools.values():
         assert tool.description and tool.output_schema and tool.output_schema["type"] == "object"
