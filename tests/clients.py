@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import httpx2
 from mcp import StdioServerParameters
 from mcp.client import Client
-from mcp_types import Implementation
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
