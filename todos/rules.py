@@ -54,8 +54,8 @@ def claimer_problem(value: str) -> str | None:
 def claimer_name(client_name: str) -> str | None:
     """A client's self-given name (``Claude Code``) as a claimer: whitespace runs become hyphens, control
     characters go, at most CLAIMER_MAX characters; None when nothing is left."""
-    words = "".join(char for char in client_name if not bad_character(char, whitespace=True)).split()
-    return "-".join(words)[:CLAIMER_MAX] or None
+    words = ("".join(char for char in word if not bad_character(char)) for word in client_name.split())
+    return "-".join(word for word in words if word)[:CLAIMER_MAX] or None
 
 
 def minutes_problem(value: int) -> str | None:
