@@ -212,7 +212,8 @@ VIEW: dict[str, Any] = {
     "enum": ["json", "compact", "tree"],
     "default": "json",
     "description": "`json` (the default): an array of Todos. `compact`: one line per todo, "
-    "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...]; sub-tasks indented "
+    "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...], and @who while "
+    "someone holds a claim on it; sub-tasks indented "
     "under their parent; usually a fifth to a third of the JSON's characters. `tree`: the JSON with sub-tasks "
     'nested under `subtasks` of their parent, e.g. `[{"id":"remodel-basement",…,"subtasks":[{"id":"drywall",…}]}]`.',
 }
@@ -459,9 +460,9 @@ def _field_rules(values: Mapping[str, Any], problems: dict[str, str]) -> None:
             problems.setdefault(name, "; ".join(found))
 
 
-def update_changes(arguments: Any) -> tuple[str, dict[str, Any]]:
-    """``update_todo``'s arguments: the id and the changes as ``services.todo_update`` takes them (a field sent
-    as null takes its cleared value); raises ToolFailure naming every bad field (shared with the REST API)."""
+def update_fields(arguments: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """``update_todo``'s arguments: the id, the changes as ``services.todo_update`` takes them (a field sent as
+    null takes its cleared value), and one sentence per bad field (shared with the REST API)."""
     values, problems = read(UPDATE_INPUT, arguments, multiline=("description",))
     _field_rules(values, problems)
     given = arguments if isinstance(arguments, Mapping) else {}
@@ -473,11 +474,7 @@ def update_changes(arguments: Any) -> tuple[str, dict[str, Any]]:
     for name, field in UPDATE_FIELDS.items():
         if name in values:
             changes[field] = instants[name] if name in instants else values[name]
-    if not problems and not changes and "id" in values:
-        problems["id"] = f"nothing to change: give {', '.join(UPDATE_FIELDS)} or some of them, along with id"
-    fail_on(problems, UPDATE_INPUT)
-    key: str = values["id"]
-    return key, changes
+    return values.get("id", ""), changes, problems
 
 
 def put_fields(arguments: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -584,7 +581,11 @@ def complete_todo(caller: Caller, arguments: Arguments) -> ToolReply:
 
 @domain_errors
 def update_todo(caller: Caller, arguments: Arguments) -> ToolReply:
-    key, changes = update_changes(arguments)
+    key, changes, problems = update_fields(arguments)
+    if not problems and not changes:
+        # Most likely a field misplaced or forgotten; the REST API's empty PATCH is a plain no-op instead.
+        problems["id"] = f"nothing to change: give {', '.join(UPDATE_FIELDS)} or some of them, along with id"
+    fail_on(problems, UPDATE_INPUT)
     return todo_reply(caller, services.todo_update(owner=caller.user, key=key, changes=changes))
 
 
