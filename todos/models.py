@@ -59,6 +59,8 @@ class Todo(models.Model):
 
     # Not a column: the blockers still open, set by todos.selectors' plan for the formatters and the page.
     open_blockers: list[str]
+    # Not a column: whether someone's claim still runs, set by the /list page's view for its template.
+    live_claim: bool
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "key"], name="todos_todo_owner_key")]
