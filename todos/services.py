@@ -177,7 +177,7 @@ def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo
             blocked_by=merged["blocked_by"],
         ):
             raise ValidationFailed(problems)
-        wanted = dict(changes)
+        wanted: dict[str, Any] = dict(changes)
         for field, normalise in (("links", rules.dedupe), ("tags", rules.normal_tags), ("blocked_by", rules.dedupe)):
             if field in wanted:
                 wanted[field] = normalise(merged[field])
