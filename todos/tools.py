@@ -741,6 +741,7 @@ TOOLS: tuple[Tool, ...] = (
         input_schema=UPDATE_INPUT,
         output_schema=TODO_SCHEMA,
         handler=update_todo,
+        destructive=True,
         idempotent=True,
     ),
     Tool(
