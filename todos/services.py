@@ -13,7 +13,15 @@ from django.db.models import Max, Q
 from accounts.models import Account
 from accounts.services import account_for
 from todos import rules
-from todos.exceptions import BlockerConflict, Claimed, LimitReached, NotClaimable, NotFound, ValidationFailed
+from todos.exceptions import (
+    BlockerConflict,
+    Claimed,
+    LimitReached,
+    NotClaimable,
+    NotFound,
+    TodoError,
+    ValidationFailed,
+)
 from todos.models import Priority, Todo
 from todos.planning import blocking_cycle
 from todos.timestamps import clock, format_instant
@@ -243,14 +251,18 @@ def todo_delete(*, owner: User, key: str) -> Todo:
 # ---------------------------------------------------------------- claims
 
 
-def _claim_refusal(owner: User, key: str) -> Claimed | NotClaimable | NotFound:
-    todo = Todo.objects.owned_by(owner).alive().filter(key=key).first()
+CLAIM_ATTEMPTS = 3
+
+
+def _claim_refusal(todo: Todo | None, key: str, now: datetime) -> TodoError | None:
+    """Why ``todo`` cannot be claimed at ``now``, or None when it can after all (its claim ended in between)."""
     if todo is None:
         return NotFound()
     if todo.completed_at is not None:
         return NotClaimable(f"Todo {key} is completed; reopen it before claiming it")
-    assert todo.claimed_until is not None
-    return Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
+    if todo.claim_live(now):
+        return Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
+    return None
 
 
 def todo_claim(*, owner: User, key: str, by: str, minutes: int = rules.CLAIM_MINUTES) -> Todo:
@@ -264,13 +276,18 @@ def todo_claim(*, owner: User, key: str, by: str, minutes: int = rules.CLAIM_MIN
     problems = [problem for problem in (rules.claimer_problem(by), rules.minutes_problem(minutes)) if problem]
     if problems:
         raise ValidationFailed(problems)
-    with transaction.atomic():
-        now = clock.now()
-        free = Q(claimed_until__isnull=True) | Q(claimed_until__lte=now) | Q(claimed_by=by)
-        rows = Todo.objects.owned_by(owner).alive().filter(free, key=key, completed_at__isnull=True)
-        if not rows.update(claimed_by=by, claimed_until=now + timedelta(minutes=minutes)):
-            raise _claim_refusal(owner, key)
-        return _alive_for_update(owner, key)
+    for _ in range(CLAIM_ATTEMPTS):
+        with transaction.atomic():
+            now = clock.now()
+            free = Q(claimed_until__isnull=True) | Q(claimed_until__lte=now) | Q(claimed_by=by)
+            rows = Todo.objects.owned_by(owner).alive().filter(free, key=key, completed_at__isnull=True)
+            if rows.update(claimed_by=by, claimed_until=now + timedelta(minutes=minutes)):
+                return _alive_for_update(owner, key)
+            refusal = _claim_refusal(Todo.objects.owned_by(owner).alive().filter(key=key).first(), key, now)
+            if refusal is not None:
+                raise refusal
+        # On PostgreSQL the holder may have released it between the two statements: the claim is tried again.
+    raise TodoError(f"Todo {key} changed hands while it was being claimed; claim it again")
 
 
 def todo_release(*, owner: User, key: str, by: str | None) -> Todo:
@@ -286,7 +303,7 @@ def todo_release(*, owner: User, key: str, by: str | None) -> Todo:
         if not rows.update(claimed_by="", claimed_until=None):
             todo = _alive_for_update(owner, key)
             if todo.claim_live(now):
-                raise _claim_refusal(owner, key)
+                raise Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
             return todo
         return _alive_for_update(owner, key)
 

@@ -229,3 +229,22 @@ def test_concurrent_claimers_on_sqlite_exactly_one_wins(tmp_path):
         refusals = [outcome for outcome in outcomes if not outcome.startswith("won ")]
         assert len(refusals) == CLAIMERS - 1
         assert all(text.startswith(f"Todo race-{round_} is claimed by {winners[0]} until") for text in refusals)
+
+
+def test_a_claim_refused_by_a_lease_that_ends_meanwhile_is_tried_again(alice, monkeypatch):
+    """PostgreSQL: the holder may release between the refused UPDATE and the read that names them. The read then
+    finds the todo free, and the claim is tried again rather than refused with nobody to name."""
+    services.todo_put(owner=alice.user, key="a", name="A", description="")
+    services.todo_claim(owner=alice.user, key="a", by="holder")
+    real = services._claim_refusal
+    released = []
+
+    def release_first(todo, key, now):
+        if not released:
+            released.append(services.todo_release(owner=alice.user, key=key, by="holder"))
+            todo = selectors.todo_get(owner=alice.user, key=key)
+        return real(todo, key, now)
+
+    monkeypatch.setattr(services, "_claim_refusal", release_first)
+    assert services.todo_claim(owner=alice.user, key="a", by="second").claimed_by == "second"
+    assert released
