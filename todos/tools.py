@@ -307,9 +307,10 @@ CLEARED = {
 UPDATE_INPUT = _object(
     {
         "id": {**ID_SCHEMA, "description": "The id of the todo to change."},
-        "name": {key: value for key, value in PUT_INPUT["properties"]["name"].items()},
+        "name": {**PUT_INPUT["properties"]["name"], "description": "A short title (it cannot be null)."},
         **{
-            name: {**_nullable(spec), "description": f"{spec.get('description', name)} null: {CLEARED[name]}."}
+            name: {**_nullable(spec), "description": f"{spec.get('description', 'One of low, medium, high.')} "
+                   f"null: {CLEARED[name]}."}
             for name, spec in PUT_INPUT["properties"].items()
             if name in CLEARED
         },
