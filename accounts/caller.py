@@ -46,3 +46,6 @@ class Caller:
     presented_key: str | None = None
     presented_uid: str | None = None
     credential: Credential | None = None
+    # The name the MCP client gave itself (clientInfo.name) when the connection tells it: the handshake over stdio,
+    # each request's envelope over HTTP at 2026-07-28. A stateless HTTP request of an older version carries none.
+    client_name: str | None = None

@@ -242,7 +242,9 @@ def documented(
     def string(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         spec = dict(spec)
         kinds = spec.get("type")
-        if spec.get("type") == "array" and isinstance(spec.get("items"), Mapping):
+        if isinstance(spec.get("anyOf"), list):  # a nullable field: its branches say it
+            spec["anyOf"] = [string(name, b) if isinstance(b, Mapping) else b for b in spec["anyOf"]]
+        elif spec.get("type") == "array" and isinstance(spec.get("items"), Mapping):
             spec["items"] = string(f"{name}[]", spec["items"])
         elif (kinds == "string" or (isinstance(kinds, list) and "string" in kinds)) and "enum" not in spec:
             if name in patterns:

@@ -65,7 +65,10 @@ SESSION: list[Step] = [
     ("todos", "search_todos", {"query": "milk"}, None),
     ("todos", "put_todo", {"id": "pay-rent", "name": "Pay the rent", "description": "", "tags": ["home"],
                            "blockedBy": ["buy-milk"]}, None),
-    ("todos", "next_todos", {"view": "compact"}, None),
+    ("todos", "claim_todo", {"id": "buy-milk", "by": "claude-code@inventory", "minutes": 45}, None),
+    ("todos", "next_todos", {"view": "compact", "by": "claude-code@inventory"}, None),
+    ("todos", "update_todo", {"id": "pay-rent", "priority": "high", "deadlineAt": "2030-02-01"}, None),
+    ("todos", "release_todo", {"id": "buy-milk", "by": "claude-code@inventory"}, None),
     ("todos", "list_todos", {"tag": "home", "view": "compact"}, None),
     ("todos", "complete_todo", {"id": "buy-milk"}, None),
     ("todos", "reopen_todo", {"id": "buy-milk"}, None),
@@ -89,6 +92,13 @@ TODOS_ERRORS: dict[str, tuple[str, ...]] = {
     "complete_todo": ("`Todo not found`",),
     "reopen_todo": ("`Todo not found`",),
     "delete_todo": ("`Todo not found`",),
+    "update_todo": ("`Todo not found`",),
+    "claim_todo": (
+        "`Todo not found`",
+        "`Todo <id> is claimed by <holder> until <time>; …` while someone else's claim runs",
+        "`Todo <id> is completed; reopen it before claiming it`",
+    ),
+    "release_todo": ("`Todo not found`", "`Todo <id> is claimed by <holder> until <time>; …` for someone else's claim"),
 }
 
 

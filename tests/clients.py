@@ -15,6 +15,7 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -25,10 +26,15 @@ def run(awaitable: Awaitable[T]) -> T:
 
 
 @asynccontextmanager
-async def http_client(url: str, *, key: str | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
+async def http_client(
+    url: str, *, key: str | None = None, mode: str = "legacy", name: str | None = None
+) -> AsyncIterator[Client]:
+    """``name``: the clientInfo name the client gives itself (the SDK's own by default)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        async with Client(
+            streamable_http_client(url, http_client=http), mode=mode, client_info=_info(name)
+        ) as client:
             yield client
 
 
@@ -49,9 +55,14 @@ def stdio_params(
 
 @asynccontextmanager
 async def stdio_client(server: str, *, home: Path, cwd: Path, user: str | None = "alice", mode: str = "legacy",
-                       **env: str) -> AsyncIterator[Client]:
-    async with Client(stdio_params(server, home=home, cwd=cwd, user=user, **env), mode=mode) as client:
+                       name: str | None = None, **env: str) -> AsyncIterator[Client]:
+    params = stdio_params(server, home=home, cwd=cwd, user=user, **env)
+    async with Client(params, mode=mode, client_info=_info(name)) as client:
         yield client
+
+
+def _info(name: str | None) -> Implementation | None:
+    return Implementation(name=name, version="1.0") if name else None
 
 
 def text_of(result: Any) -> str:

@@ -29,7 +29,7 @@ class StateFilter(admin.SimpleListFilter):
 
 @admin.register(Todo)
 class TodoAdmin(admin.ModelAdmin):
-    list_display = ("key", "name", "owner", "priority", "state", "deadline_at", "updated_at")
+    list_display = ("key", "name", "owner", "priority", "state", "deadline_at", "claimed_by", "updated_at")
     list_filter = (StateFilter, "priority", "deadline_at", "updated_at")
     search_fields = ("key", "name", "description", "owner__username", "owner__account__uid")
     list_select_related = ("owner",)

@@ -30,18 +30,63 @@ from api.base import (
     user_of,
 )
 from todos import rules, selectors, services
-from todos.exceptions import BlockerConflict, LimitReached, NotFound, TodoError, ValidationFailed
+from todos.exceptions import (
+    BlockerConflict,
+    Claimed,
+    LimitReached,
+    NotClaimable,
+    NotFound,
+    TodoError,
+    ValidationFailed,
+)
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
 from todos.planning import DUE_WORDS
 from todos.serializers import TodoSerializer
-from todos.tools import LIST_INPUT, PUT_INPUT, SEARCH_INPUT, filter_fields, put_fields, read
+from todos.tools import (
+    CLAIM_INPUT,
+    LIST_INPUT,
+    PUT_INPUT,
+    RELEASE_INPUT,
+    SEARCH_INPUT,
+    UPDATE_INPUT,
+    filter_fields,
+    put_fields,
+    read,
+    update_fields,
+)
 
 _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ValidationFailed: (status.HTTP_400_BAD_REQUEST, "validation_error"),
     LimitReached: (status.HTTP_409_CONFLICT, "limit_reached"),
     BlockerConflict: (status.HTTP_409_CONFLICT, "conflict"),
+    Claimed: (status.HTTP_409_CONFLICT, "claimed"),
+    NotClaimable: (status.HTTP_409_CONFLICT, "conflict"),
+}
+PATCH_INPUT: dict[str, Any] = {
+    **UPDATE_INPUT,
+    "properties": {name: spec for name, spec in UPDATE_INPUT["properties"].items() if name != "id"},
+    "required": [],
+}
+API_CLAIM_INPUT: dict[str, Any] = {
+    **CLAIM_INPUT,
+    "properties": {
+        **{name: spec for name, spec in CLAIM_INPUT["properties"].items() if name != "id"},
+        "by": {**CLAIM_INPUT["properties"]["by"], "description": "Who claims it: a short name, e.g. `nightly-job`."},
+    },
+    "required": ["by"],
+}
+API_RELEASE_INPUT: dict[str, Any] = {
+    **RELEASE_INPUT,
+    "properties": {
+        "by": {
+            **RELEASE_INPUT["properties"]["by"],
+            "description": "End only this claimer's claim (someone else's live claim is refused, 409); without "
+            "it, whoever holds the claim, as a person on /list does.",
+        }
+    },
+    "required": [],
 }
 REPLACE_INPUT: dict[str, Any] = {
     **PUT_INPUT,
@@ -65,6 +110,13 @@ PUT_DOC, REPLACE_DOC = (
     }
     for schema in (PUT_INPUT, REPLACE_INPUT)
 )
+PATCH_DOC = {
+    **PATCH_INPUT,
+    "properties": {
+        name: {**INSTANT_DOC, "description": spec["description"]} if name in ("completedAt", "deadlineAt") else spec
+        for name, spec in PATCH_INPUT["properties"].items()
+    },
+}
 TODO_ID = OpenApiParameter(
     "todo_id",
     {"type": "string", "minLength": 1, "maxLength": rules.ID_MAX, "pattern": ID_PATTERN},
@@ -246,6 +298,64 @@ class TodoDetailView(TodosView):
     def delete(self, request: Request, todo_id: str) -> Response:
         return self.answer(services.todo_delete(owner=user_of(request), key=_key(todo_id)))
 
+    @extend_schema(
+        operation_id="todos_update",
+        summary="Change some fields of a todo",
+        description="As the update_todo tool: only the fields given change; null clears an optional field "
+        "(completedAt, deadlineAt, links, tags, blockedBy, description, priority); the same rules as a put. "
+        "404 for a deleted todo.",
+        parameters=[TODO_ID],
+        request=body(PATCH_DOC, patterns=ID_PATTERNS),
+        responses=responses({200: TodoSerializer}, 400, 404, 409),
+    )
+    def patch(self, request: Request, todo_id: str) -> Response:
+        body = _body(request)
+        if "id" in body and body["id"] != todo_id:
+            problem = "id in the body must be the id in the URL (or be left out)"
+            raise ApiError(status.HTTP_400_BAD_REQUEST, "validation_error", problem, {"id": problem})
+        key, changes, problems = update_fields({**body, "id": _key(todo_id)})
+        fail_on(problems, UPDATE_INPUT)
+        return self.answer(services.todo_update(owner=user_of(request), key=key, changes=changes))
+
+
+def _claim_body(request: Request, schema: Mapping[str, Any]) -> dict[str, Any]:
+    values, problems = read(schema, _body(request))
+    fail_on(problems, schema)
+    return values
+
+
+class TodoClaimView(TodosView):
+    @extend_schema(
+        operation_id="todos_claim",
+        summary="Claim a todo (someone is working on it)",
+        description="As the claim_todo tool: the todo is `by`'s for `minutes` (30, at most 1440) from now; the "
+        "same claimer renews it. 409 `claimed`, naming the holder and when their lease ends, while someone "
+        "else's claim runs; 409 `conflict` for a completed todo.",
+        parameters=[TODO_ID],
+        request=body(API_CLAIM_INPUT, patterns={"by": ID_PATTERN}),
+        responses=responses({200: TodoSerializer}, 400, 404, 409),
+    )
+    def post(self, request: Request, todo_id: str) -> Response:
+        values = _claim_body(request, API_CLAIM_INPUT)
+        key = _key(todo_id)
+        return self.answer(
+            services.todo_claim(owner=user_of(request), key=key, by=values["by"], minutes=values["minutes"])
+        )
+
+
+class TodoReleaseView(TodosView):
+    @extend_schema(
+        operation_id="todos_release",
+        summary="Hand a claimed todo back",
+        description="Ends the claim on the todo; a todo nobody holds is returned as it is.",
+        parameters=[TODO_ID],
+        request=body(API_RELEASE_INPUT, patterns={"by": ID_PATTERN}),
+        responses=responses({200: TodoSerializer}, 400, 404, 409),
+    )
+    def post(self, request: Request, todo_id: str) -> Response:
+        values = _claim_body(request, API_RELEASE_INPUT)
+        return self.answer(services.todo_release(owner=user_of(request), key=_key(todo_id), by=values.get("by")))
+
 
 def _action(verb: str, service: Callable[..., Todo], summary: str, description: str) -> type[TodosView]:
     @extend_schema(
@@ -300,6 +410,8 @@ ACTIONS: dict[str, type[TodosView]] = {
         "Brings it back as it was; a live todo is returned unchanged.",
     ),
     "purge": TodoPurgeView,
+    "claim": TodoClaimView,
+    "release": TodoReleaseView,
 }
 
 urlpatterns = [

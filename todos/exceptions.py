@@ -29,3 +29,19 @@ class LimitReached(TodoError):
 class BlockerConflict(ValidationFailed):
     """blockedBy names todos the owner does not have (or deleted), or would close a loop: wrong for the list as it
     stands now, not for any list (the REST API answers 409)."""
+
+
+class Claimed(TodoError):
+    """Someone else holds a live claim on the todo (the REST API answers 409)."""
+
+    def __init__(self, key: str, holder: str, until: str) -> None:
+        super().__init__(
+            f"Todo {key} is claimed by {holder} until {until}; work on another todo, or claim it after then "
+            "(the holder can release it sooner)"
+        )
+        self.holder = holder
+        self.until = until
+
+
+class NotClaimable(TodoError):
+    """The todo is done: there is nothing left to claim (the REST API answers 409)."""

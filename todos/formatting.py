@@ -10,7 +10,7 @@ from typing import Any
 from todos.models import Todo
 from todos.planning import parents
 from todos.selectors import Usage
-from todos.timestamps import format_instant
+from todos.timestamps import clock, format_instant
 
 TODO_KEYS = (
     "id",
@@ -26,13 +26,14 @@ TODO_KEYS = (
     "links",
 )
 # Written after the seed's keys, and only when not empty: a todo made as the seed makes them reads byte for
-# byte as the seed wrote it.
-EXTRA_KEYS = ("tags", "blockedBy")
+# byte as the seed wrote it. The claim's two keys appear only while the claim runs.
+EXTRA_KEYS = ("tags", "blockedBy", "claimedBy", "claimedUntil")
 NO_TODOS = "No todos."
 
 
-def format_todo(todo: Todo, *, uid: str) -> dict[str, Any]:
-    # The uid is passed in rather than read through todo.owner, so formatting never queries.
+def format_todo(todo: Todo, *, uid: str, now: datetime | None = None) -> dict[str, Any]:
+    # The uid is passed in rather than read through todo.owner, so formatting never queries. ``now`` (the claims'
+    # clock by default) decides whether a claim still runs.
     data: dict[str, Any] = {
         "id": todo.key,
         "uid": uid,
@@ -50,11 +51,15 @@ def format_todo(todo: Todo, *, uid: str) -> dict[str, Any]:
         data["tags"] = list(todo.tags)
     if todo.blocked_by:
         data["blockedBy"] = list(todo.blocked_by)
+    if todo.claim_live(now or clock.now()):
+        data["claimedBy"] = todo.claimed_by
+        data["claimedUntil"] = format_instant(todo.claimed_until)
     return data
 
 
 def format_todos(todos: Iterable[Todo], *, uid: str) -> list[dict[str, Any]]:
-    return [format_todo(todo, uid=uid) for todo in todos]
+    now = clock.now()
+    return [format_todo(todo, uid=uid, now=now) for todo in todos]
 
 
 # A todo and the trees of its sub-tasks.
@@ -77,9 +82,10 @@ def _nested(todos: Sequence[Todo]) -> list[_Tree]:
 
 def format_tree(todos: Sequence[Todo], *, uid: str) -> list[dict[str, Any]]:
     """The seed's JSON nested by links: sub-tasks under ``subtasks`` of their parent (present when not empty)."""
+    now = clock.now()
 
     def node(todo: Todo, children: list[Any]) -> dict[str, Any]:
-        data = format_todo(todo, uid=uid)
+        data = format_todo(todo, uid=uid, now=now)
         if children:
             data["subtasks"] = [node(*child) for child in children]
         return data
@@ -110,6 +116,8 @@ def compact_line(todo: Todo, *, now: datetime, depth: int = 0) -> str:
     pending = todo.completed_at is None and todo.deleted_at is None
     if pending and (blockers := getattr(todo, "open_blockers", None)):
         marks.append(f"[blocked by {', '.join(blockers)}]")
+    if todo.claim_live(clock.now()):
+        marks.append(f"@{todo.claimed_by}")
     line = " · ".join((todo.key, todo.priority, _due(todo, now), todo.name))
     return "  " * depth + " ".join((line, *marks))
 

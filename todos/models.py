@@ -6,6 +6,7 @@ write is scoped by owner and the row's own primary key never leaves the server.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -48,15 +49,25 @@ class Todo(models.Model):
         default=list, blank=True, help_text="Ids of the owner's todos that must be completed before this one."
     )
 
+    # Who is working on it, until when: a lease an agent or person takes with claim_todo and renews, releases or
+    # ends by completing. Past claimed_until the claim is over, whatever these columns still say.
+    claimed_by = models.CharField(max_length=64, blank=True, default="", help_text="Who claimed it (a short name).")
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="When the claim ends unless renewed.")
+
     # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
     objects = TodoQuerySet.as_manager()
 
     # Not a column: the blockers still open, set by todos.selectors' plan for the formatters and the page.
     open_blockers: list[str]
+    # Not a column: whether someone's claim still runs, set by the /list page's view for its template.
+    live_claim: bool
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "key"], name="todos_todo_owner_key")]
         indexes = [models.Index(fields=["owner", "deleted_at", "completed_at"], name="todos_todo_owner_state")]
+
+    def claim_live(self, now: datetime) -> bool:
+        return bool(self.claimed_by) and self.claimed_until is not None and self.claimed_until > now
 
     def __str__(self) -> str:
         return f"{self.key}: {self.name}"

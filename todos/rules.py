@@ -15,6 +15,9 @@ LINKS_MAX = 100
 TAGS_MAX = 20
 TAG_MAX = 40
 BLOCKERS_MAX = 100
+CLAIMER_MAX = 64
+CLAIM_MINUTES = 30
+CLAIM_MINUTES_MAX = 24 * 60
 PRIORITIES: tuple[str, ...] = tuple(Priority.values)
 PRIORITY_PROBLEM = f"priority must be one of {', '.join(PRIORITIES)}"
 
@@ -38,6 +41,26 @@ def id_problem(value: str, *, field: str = "id") -> str | None:
         return f"{field} must be 1-{ID_MAX} characters, got {len(value)}"
     if bad := bad_character(value, whitespace=False):
         return f"{field} must not contain {bad}"
+    return None
+
+
+def claimer_problem(value: str) -> str | None:
+    """A claimer's name is shown as ``@name`` in compact lists: one word, like an id, but shorter."""
+    if len(value) > CLAIMER_MAX:
+        return f"by must be 1-{CLAIMER_MAX} characters, got {len(value)}"
+    return id_problem(value, field="by")
+
+
+def claimer_name(client_name: str) -> str | None:
+    """A client's self-given name (``Claude Code``) as a claimer: whitespace runs become hyphens, control
+    characters go, at most CLAIMER_MAX characters; None when nothing is left."""
+    words = ("".join(char for char in word if not bad_character(char)) for word in client_name.split())
+    return "-".join(word for word in words if word)[:CLAIMER_MAX] or None
+
+
+def minutes_problem(value: int) -> str | None:
+    if not 1 <= value <= CLAIM_MINUTES_MAX:
+        return f"minutes must be 1-{CLAIM_MINUTES_MAX} (24 hours), got {value}"
     return None
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import connection, connections, router
-from django.db.models import Case, Count, F, IntegerField, Max, Value, When
+from django.db.models import Case, Count, F, IntegerField, Max, Q, Value, When
 from django.utils import timezone
 
 from accounts.models import Account
@@ -18,6 +18,7 @@ from todos.exceptions import NotFound
 from todos.models import Priority, Todo, TodoQuerySet
 from todos.planning import TodoFilter, open_blockers, parents, subtree
 from todos.search import Doc, TodoIndex
+from todos.timestamps import clock
 
 _TODO_TABLE = connection.ops.quote_name(Todo._meta.db_table)
 _ACCOUNT_TABLE = connection.ops.quote_name(Account._meta.db_table)
@@ -119,11 +120,22 @@ def todo_list(
     return _plan(owner, todos, filters)
 
 
-def todo_next(*, owner: User, limit: int = 10, filters: TodoFilter = NO_FILTER) -> list[Todo]:
+def todo_next(
+    *,
+    owner: User,
+    limit: int = 10,
+    filters: TodoFilter = NO_FILTER,
+    claimer: str | None = None,
+    include_claimed: bool = False,
+) -> list[Todo]:
     """The pending todos nothing open blocks, in the order to take them: overdue first, then priority, then
-    soonest deadline (none last), then oldest."""
+    soonest deadline (none last), then oldest. Todos someone other than ``claimer`` holds a live claim on are
+    left out unless ``include_claimed``: they are being worked on."""
     now = timezone.now()
     pending = Todo.objects.owned_by(owner).alive().filter(completed_at__isnull=True)
+    if not include_claimed:
+        taken = Q(claimed_until__gt=clock.now()) & ~Q(claimed_by="")
+        pending = pending.exclude(taken & ~Q(claimed_by=claimer or ""))
     free = [todo for todo in _plan(owner, pending, filters) if not todo.open_blockers]
     free.sort(
         key=lambda todo: (

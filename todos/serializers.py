@@ -34,5 +34,12 @@ class TodoSerializer(serializers.Serializer[Todo]):
         help_text="Ids of todos to be completed first; present when not empty.",
     )
 
+    claimedBy = serializers.CharField(  # noqa: N815
+        required=False, help_text="Who is working on it; present only while a claim runs."
+    )
+    claimedUntil = serializers.DateTimeField(  # noqa: N815
+        required=False, help_text="When that claim ends unless renewed; present only while a claim runs."
+    )
+
     def to_representation(self, instance: Todo) -> dict[str, Any]:
         return format_todo(instance, uid=self.context["uid"])

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max
-from django.utils import timezone
+from django.db.models import Max, Q
 
 from accounts.models import Account
 from accounts.services import account_for
 from todos import rules
-from todos.exceptions import BlockerConflict, LimitReached, NotFound, ValidationFailed
+from todos.exceptions import (
+    BlockerConflict,
+    Claimed,
+    LimitReached,
+    NotClaimable,
+    NotFound,
+    TodoError,
+    ValidationFailed,
+)
 from todos.models import Priority, Todo
 from todos.planning import blocking_cycle
+from todos.timestamps import clock, format_instant
 
 ONE_TICK = timedelta(microseconds=1)
 
@@ -76,7 +85,7 @@ def _lock_and_stamp(owner: User) -> tuple[Account, datetime]:
     account_for(owner)
     account = Account.objects.select_for_update().get(user=owner)
     latest = Todo.objects.owned_by(owner).aggregate(latest=Max("updated_at"))["latest"]
-    now = timezone.now()
+    now = clock.now()
     if latest is not None and now <= latest:
         now = latest + ONE_TICK
     return account, now
@@ -131,10 +140,69 @@ def todo_put(
             # Sent again as it is: nothing is written and updatedAt stays, so a repeated put answers the same and
             # changes nothing more (put_todo is marked idempotent; complete and reopen skip their no-op writes too).
             return todo
+        fields = [*values, "updated_at"]
+        if completed_at is not None:
+            # Stored as done: whoever held it is finished with it, as with complete_todo.
+            values.update(claimed_by="", claimed_until=None)
+            fields += ["claimed_by", "claimed_until"]
         for field, value in values.items():
             setattr(todo, field, value)
         todo.updated_at = now
-        todo.save()
+        # Only the columns a put replaces (all of them for a new todo): a claim taken meanwhile, which does not
+        # wait for the owner's lock, is not written back over.
+        todo.save(update_fields=fields if todo.pk else None)
+    return todo
+
+
+UPDATABLE = ("name", "description", "priority", "completed_at", "deadline_at", "links", "tags", "blocked_by")
+DEFAULTS: dict[str, object] = {
+    "description": "",
+    "priority": Priority.MEDIUM,
+    "completed_at": None,
+    "deadline_at": None,
+    "links": [],
+    "tags": [],
+    "blocked_by": [],
+}
+
+
+def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo:
+    """Change only the fields in ``changes`` (model field names; ``DEFAULTS`` gives what a cleared field
+    becomes), with put's rules; a live todo only. Returns the todo, unchanged (updatedAt too) when nothing
+    differs."""
+    assert set(changes) <= set(UPDATABLE), changes
+    with transaction.atomic():
+        _, now = _lock_and_stamp(owner)
+        todo = _alive_for_update(owner, key)
+        merged: dict[str, Any] = {field: changes.get(field, getattr(todo, field)) for field in UPDATABLE}
+        if problems := todo_field_problems(
+            key=key,
+            name=merged["name"],
+            description=merged["description"],
+            priority=merged["priority"],
+            links=merged["links"],
+            tags=merged["tags"] if "tags" in changes else (),
+            blocked_by=merged["blocked_by"],
+        ):
+            raise ValidationFailed(problems)
+        wanted: dict[str, Any] = dict(changes)
+        for field, normalise in (("links", rules.dedupe), ("tags", rules.normal_tags), ("blocked_by", rules.dedupe)):
+            if field in wanted:
+                wanted[field] = normalise(merged[field])
+        blockers = wanted.get("blocked_by")
+        if blockers and (problems := _blocker_problems(owner, key, blockers)):
+            raise BlockerConflict(problems)
+        changed = [field for field, value in wanted.items() if getattr(todo, field) != value]
+        if not changed:
+            return todo
+        for field in changed:
+            setattr(todo, field, wanted[field])
+        if "completed_at" in changed and todo.completed_at is not None:
+            todo.claimed_by, todo.claimed_until = "", None
+            changed += ["claimed_by", "claimed_until"]
+        todo.updated_at = now
+        # Only what was asked for, so a claim or another field written meanwhile is never written back over.
+        todo.save(update_fields=[*changed, "updated_at"])
     return todo
 
 
@@ -152,7 +220,9 @@ def todo_complete(*, owner: User, key: str) -> Todo:
         todo = _alive_for_update(owner, key)
         if todo.completed_at is None:
             todo.completed_at = todo.updated_at = now
-            todo.save(update_fields=["completed_at", "updated_at"])
+            # Done is the end of the work: whoever held it hands it back.
+            todo.claimed_by, todo.claimed_until = "", None
+            todo.save(update_fields=["completed_at", "updated_at", "claimed_by", "claimed_until"])
     return todo
 
 
@@ -173,8 +243,69 @@ def todo_delete(*, owner: User, key: str) -> Todo:
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
         todo.deleted_at = todo.updated_at = now
-        todo.save(update_fields=["deleted_at", "updated_at"])
+        todo.claimed_by, todo.claimed_until = "", None
+        todo.save(update_fields=["deleted_at", "updated_at", "claimed_by", "claimed_until"])
     return todo
+
+
+# ---------------------------------------------------------------- claims
+
+
+CLAIM_ATTEMPTS = 3
+
+
+def _claim_refusal(todo: Todo | None, key: str, now: datetime) -> TodoError | None:
+    """Why ``todo`` cannot be claimed at ``now``, or None when it can after all (its claim ended in between)."""
+    if todo is None:
+        return NotFound()
+    if todo.completed_at is not None:
+        return NotClaimable(f"Todo {key} is completed; reopen it before claiming it")
+    if todo.claim_live(now):
+        return Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
+    return None
+
+
+def todo_claim(*, owner: User, key: str, by: str, minutes: int = rules.CLAIM_MINUTES) -> Todo:
+    """Claim a pending todo for ``by`` for ``minutes`` from now, or renew ``by``'s own claim. Refused (``Claimed``,
+    naming the holder and the end of their lease) while someone else's claim runs.
+
+    One conditional UPDATE decides, so among concurrent claimers exactly one wins on either database: PostgreSQL
+    re-checks the condition against the row a concurrent winner just committed, SQLite runs one writing
+    transaction at a time (IMMEDIATE). A claim does not stamp updatedAt: it is not an edit of the todo.
+    """
+    problems = [problem for problem in (rules.claimer_problem(by), rules.minutes_problem(minutes)) if problem]
+    if problems:
+        raise ValidationFailed(problems)
+    for _ in range(CLAIM_ATTEMPTS):
+        with transaction.atomic():
+            now = clock.now()
+            free = Q(claimed_until__isnull=True) | Q(claimed_until__lte=now) | Q(claimed_by=by)
+            rows = Todo.objects.owned_by(owner).alive().filter(free, key=key, completed_at__isnull=True)
+            if rows.update(claimed_by=by, claimed_until=now + timedelta(minutes=minutes)):
+                return _alive_for_update(owner, key)
+            refusal = _claim_refusal(Todo.objects.owned_by(owner).alive().filter(key=key).first(), key, now)
+            if refusal is not None:
+                raise refusal
+        # On PostgreSQL the holder may have released it between the two statements: the claim is tried again.
+    raise TodoError(f"Todo {key} changed hands while it was being claimed; claim it again")
+
+
+def todo_release(*, owner: User, key: str, by: str | None) -> Todo:
+    """End the claim on the todo. ``by`` may end only its own claim (or one that has run out); a person (``by``
+    None, the /list page) may end anyone's. A todo nobody holds is returned as it is."""
+    if by is not None and (problem := rules.claimer_problem(by)):
+        raise ValidationFailed([problem])
+    with transaction.atomic():
+        now = clock.now()
+        rows = Todo.objects.owned_by(owner).alive().filter(key=key).exclude(claimed_by="")
+        if by is not None:
+            rows = rows.filter(Q(claimed_by=by) | Q(claimed_until__isnull=True) | Q(claimed_until__lte=now))
+        if not rows.update(claimed_by="", claimed_until=None):
+            todo = _alive_for_update(owner, key)
+            if todo.claim_live(now):
+                raise Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
+            return todo
+        return _alive_for_update(owner, key)
 
 
 # ---------------------------------------------------------------- for people (the /list page, admin, API)

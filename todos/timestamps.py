@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
+
 # datetime.fromisoformat (3.11) reads calendar and week dates, basic and extended forms, comma decimals and
 # offsets; ISO 8601 also has ordinal dates (2026-334) and the end-of-day hour 24:00, which it does not read.
 _ORDINAL = re.compile(r"(\d{4})-?(\d{3})")
@@ -67,3 +69,23 @@ def read_instant(values: Mapping[str, Any], name: str, problems: dict[str, str])
     except BadInstant:
         problems[name] = f"{name} must be an ISO 8601 date or date-time such as 2026-11-30 or 2026-11-30T09:15:00Z"
         return None
+
+
+class Clock:
+    """The time claims are judged and stamped by: the real time, moved on by ``advance`` in tests (the same
+    process's servers see it too), so a lease can run out without a test waiting for it."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
+
+    def now(self) -> datetime:
+        return timezone.now() + self.offset
+
+    def advance(self, delta: timedelta) -> None:
+        self.offset += delta
+
+    def reset(self) -> None:
+        self.offset = timedelta(0)
+
+
+clock = Clock()

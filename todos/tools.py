@@ -59,6 +59,12 @@ TODO_SCHEMA: dict[str, Any] = {
             "items": {"type": "string"},
             "description": "Present when the todo waits on other todos.",
         },
+        "claimedBy": {"type": "string", "description": "Who is working on it; present only while a claim runs."},
+        "claimedUntil": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When that claim ends unless renewed; present only while a claim runs.",
+        },
     },
     "required": list(TODO_KEYS),
     "additionalProperties": False,
@@ -157,6 +163,15 @@ PUT_INPUT = _object(
     },
     ("id", "name", "description"),
 )
+BY_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": rules.CLAIMER_MAX,
+    "pattern": r"^\S+$",
+    "description": "A short name for yourself that tells you apart from the user's other agents, e.g. "
+    "`claude-code@shop` or `codex-task-42`; use the same one for every claim. Default: your MCP client's name, "
+    "which other windows of the same client share (over HTTP connections that do not send it, `by` is required).",
+}
 DUE_HELP = "`today`, `tomorrow` and `this week` are UTC days and the ISO week (Monday to Sunday); `overdue` is now."
 FILTERS: dict[str, Any] = {
     "dueBefore": {
@@ -197,7 +212,8 @@ VIEW: dict[str, Any] = {
     "enum": ["json", "compact", "tree"],
     "default": "json",
     "description": "`json` (the default): an array of Todos. `compact`: one line per todo, "
-    "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...]; sub-tasks indented "
+    "`id · priority · due · name`, then #tags and [done], [deleted] or [blocked by ...], and @who while "
+    "someone holds a claim on it; sub-tasks indented "
     "under their parent; usually a fifth to a third of the JSON's characters. `tree`: the JSON with sub-tasks "
     'nested under `subtasks` of their parent, e.g. `[{"id":"remodel-basement",…,"subtasks":[{"id":"drywall",…}]}]`.',
 }
@@ -220,6 +236,16 @@ NEXT_INPUT = _object(
         },
         **FILTERS,
         "view": VIEW,
+        "includeClaimed": {
+            "type": "boolean",
+            "default": False,
+            "description": "Also return todos someone else has claimed (they carry claimedBy and claimedUntil).",
+        },
+        "by": {
+            **BY_SCHEMA,
+            "description": "The name you claim with: todos you claimed stay in the answer. Default: your MCP "
+            "client's name.",
+        },
     }
 )
 SEARCH_INPUT = _object(
@@ -244,12 +270,71 @@ SEARCH_INPUT = _object(
     ("query",),
 )
 
+CLAIM_INPUT = _object(
+    {
+        "id": ID_SCHEMA,
+        "by": BY_SCHEMA,
+        "minutes": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": rules.CLAIM_MINUTES_MAX,
+            "default": rules.CLAIM_MINUTES,
+            "description": "How long the claim lasts from now unless renewed (at most 1440, 24 hours).",
+        },
+    },
+    ("id",),
+)
+RELEASE_INPUT = _object({"id": ID_SCHEMA, "by": BY_SCHEMA}, ("id",))
+
+
+def _nullable(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A put_todo field as update_todo takes it: optional, no default (absent means unchanged), null allowed."""
+    inner = {key: value for key, value in spec.items() if key not in ("default", "description")}
+    branches = inner.pop("anyOf", None) or [inner]
+    return {"anyOf": [*(b for b in branches if b.get("type") != "null"), {"type": "null"}],
+            "description": spec.get("description", "")}
+
+
+CLEARED = {
+    "description": "empty",
+    "priority": "medium",
+    "completedAt": "pending",
+    "deadlineAt": "no deadline",
+    "links": "none",
+    "tags": "none",
+    "blockedBy": "none",
+}
+UPDATE_INPUT = _object(
+    {
+        "id": {**ID_SCHEMA, "description": "The id of the todo to change."},
+        "name": {**PUT_INPUT["properties"]["name"], "description": "A short title (it cannot be null)."},
+        **{
+            name: {**_nullable(spec), "description": f"{spec.get('description', 'One of low, medium, high.')} "
+                   f"null: {CLEARED[name]}."}
+            for name, spec in PUT_INPUT["properties"].items()
+            if name in CLEARED
+        },
+    },
+    ("id",),
+)
+UPDATE_FIELDS = {
+    "name": "name",
+    "description": "description",
+    "priority": "priority",
+    "completedAt": "completed_at",
+    "deadlineAt": "deadline_at",
+    "links": "links",
+    "tags": "tags",
+    "blockedBy": "blocked_by",
+}
+
 # --- reading arguments -----------------------------------------------------------------------------------
 
 
 def _wording(problem: Problem, schema: Mapping[str, Any]) -> str:
     if problem.kind == "enum":
-        allowed = schema["properties"][problem.field]["enum"]
+        spec = schema["properties"][problem.field]
+        allowed = next((branch["enum"] for branch in spec.get("anyOf", ()) if "enum" in branch), None) or spec["enum"]
         return f"{problem.field} must be one of {', '.join(allowed)}"
     return f"{problem.field} {problem.detail}"
 
@@ -287,6 +372,21 @@ def _id_argument(arguments: Any) -> str:
     fail_on(problems, ID_INPUT)
     key: str = values["id"]
     return key
+
+
+def claimer(caller: Caller, values: Mapping[str, Any], *, required: bool = True) -> str | None:
+    """``by`` as given, else the MCP client's name from the connection, else (when required) a refusal saying
+    what to send."""
+    if values.get("by") is not None:
+        given: str = values["by"]
+        return given
+    name = rules.claimer_name(caller.client_name) if caller.client_name else None
+    if name is None and required:
+        raise ToolFailure(
+            "by is required here: this connection does not tell the client's name; give a short name for "
+            "yourself, e.g. claude-code@shop, and use it for every claim"
+        )
+    return name
 
 
 # --- replies ---------------------------------------------------------------------------------------------
@@ -351,18 +451,38 @@ def get_list_url(caller: Caller, arguments: Arguments) -> ToolReply:
     return ToolReply(url, structured={"url": url})
 
 
+def _field_rules(values: Mapping[str, Any], problems: dict[str, str]) -> None:
+    """The rules of ids, links, tags and blockers past what the schema checks, recorded under each field."""
+    if "id" in values and (problem := rules.id_problem(values["id"])):
+        problems.setdefault("id", problem)
+    for name, check in (("links", rules.links_problems), ("tags", rules.tags_problems),
+                        ("blockedBy", rules.blockers_problems)):
+        if name in values and (found := check(values[name])):
+            problems.setdefault(name, "; ".join(found))
+
+
+def update_fields(arguments: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """``update_todo``'s arguments: the id, the changes as ``services.todo_update`` takes them (a field sent as
+    null takes its cleared value), and one sentence per bad field (shared with the REST API)."""
+    values, problems = read(UPDATE_INPUT, arguments, multiline=("description",))
+    _field_rules(values, problems)
+    given = arguments if isinstance(arguments, Mapping) else {}
+    cleared = [name for name in UPDATE_FIELDS if name in given and given[name] is None]
+    if "name" in cleared:
+        problems["name"] = "name cannot be cleared: give a new name, or leave name out to keep it"
+    instants = {name: read_instant(values, name, problems) for name in ("completedAt", "deadlineAt")}
+    changes = {UPDATE_FIELDS[name]: services.DEFAULTS[UPDATE_FIELDS[name]] for name in cleared if name != "name"}
+    for name, field in UPDATE_FIELDS.items():
+        if name in values:
+            changes[field] = instants[name] if name in instants else values[name]
+    return values.get("id", ""), changes, problems
+
+
 def put_fields(arguments: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """``put_todo``'s arguments as ``services.todo_put`` takes them, and one sentence per bad field (shared with
     the REST API, so both refuse the same input in the same words; each raises its own error)."""
     values, problems = read(PUT_INPUT, arguments, multiline=("description",))
-    if "id" in values and (problem := rules.id_problem(values["id"])):
-        problems.setdefault("id", problem)
-    if "links" in values and (link_problems := rules.links_problems(values["links"])):
-        problems.setdefault("links", "; ".join(link_problems))
-    if "tags" in values and (tag_problems := rules.tags_problems(values["tags"])):
-        problems.setdefault("tags", "; ".join(tag_problems))
-    if "blockedBy" in values and (blocker_problems := rules.blockers_problems(values["blockedBy"])):
-        problems.setdefault("blockedBy", "; ".join(blocker_problems))
+    _field_rules(values, problems)
     completed_at = read_instant(values, "completedAt", problems)
     deadline_at = read_instant(values, "deadlineAt", problems)
     if problems:
@@ -444,7 +564,13 @@ def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
     values, filters = read_listing(NEXT_INPUT, arguments)
-    todos = selectors.todo_next(owner=caller.user, limit=values["limit"], filters=filters)
+    todos = selectors.todo_next(
+        owner=caller.user,
+        limit=values["limit"],
+        filters=filters,
+        claimer=claimer(caller, values, required=False),
+        include_claimed=values["includeClaimed"],
+    )
     # Indenting sub-tasks under their parent would reorder them; here the order is the answer.
     return todos_reply(caller, todos, values["view"], nest=False)
 
@@ -452,6 +578,35 @@ def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def complete_todo(caller: Caller, arguments: Arguments) -> ToolReply:
     return todo_reply(caller, services.todo_complete(owner=caller.user, key=_id_argument(arguments)))
+
+
+@domain_errors
+def update_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    key, changes, problems = update_fields(arguments)
+    if not problems and not changes:
+        # Most likely a field misplaced or forgotten; the REST API's empty PATCH is a plain no-op instead.
+        problems["id"] = f"nothing to change: give {', '.join(UPDATE_FIELDS)} or some of them, along with id"
+    fail_on(problems, UPDATE_INPUT)
+    return todo_reply(caller, services.todo_update(owner=caller.user, key=key, changes=changes))
+
+
+@domain_errors
+def claim_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, problems = read(CLAIM_INPUT, arguments)
+    _field_rules(values, problems)
+    fail_on(problems, CLAIM_INPUT)
+    by = claimer(caller, values)
+    assert by is not None
+    todo = services.todo_claim(owner=caller.user, key=values["id"], by=by, minutes=values["minutes"])
+    return todo_reply(caller, todo)
+
+
+@domain_errors
+def release_todo(caller: Caller, arguments: Arguments) -> ToolReply:
+    values, problems = read(RELEASE_INPUT, arguments)
+    _field_rules(values, problems)
+    fail_on(problems, RELEASE_INPUT)
+    return todo_reply(caller, services.todo_release(owner=caller.user, key=values["id"], by=claimer(caller, values)))
 
 
 @domain_errors
@@ -471,7 +626,13 @@ def reopen_todo(caller: Caller, arguments: Arguments) -> ToolReply:
 
 TODO_JSON = (
     "a Todo as JSON: {id, uid, name, description, priority, createdAt, updatedAt, completedAt, deletedAt, "
-    "deadlineAt, links}, then tags and blockedBy when not empty, timestamps in UTC like 2026-11-30T09:15:42.123Z"
+    "deadlineAt, links}, then tags and blockedBy when not empty and claimedBy and claimedUntil while someone "
+    "holds a claim on it, timestamps in UTC like 2026-11-30T09:15:42.123Z"
+)
+CLAIMS_HELP = (
+    "Several agents and the user may share this list: claim a todo with claim_todo before starting work on it, "
+    "claim it again before the lease ends on long work, and complete_todo it when done or release_todo it when "
+    "handing it back unfinished."
 )
 FILTER_HELP = (
     "Narrow with dueBefore/dueAfter (ISO 8601, or today, tomorrow, this week, overdue), priority, under (a todo "
@@ -509,8 +670,9 @@ TOOLS: tuple[Tool, ...] = (
         description="Create a todo, or replace the user's todo with the same id entirely: every field takes "
         "the value given or its default (priority medium, no completedAt, no deadlineAt, no links, tags or "
         "blockedBy), createdAt is kept, and a deleted todo is restored; sent again unchanged, the todo and its "
-        "updatedAt stay as they are. To change one field, read the todo with get_todo first and send all its "
-        "fields back. blockedBy lists todos that must be completed first (a loop is refused, naming it). "
+        "updatedAt stay as they are. To change some fields only, use update_todo. A claim on the todo stays "
+        "(a put with completedAt ends it, as complete_todo does). blockedBy lists todos that must be completed "
+        "first (a loop is refused, naming it). "
         f"Returns {TODO_JSON}.",
         input_schema=PUT_INPUT,
         output_schema=TODO_SCHEMA,
@@ -548,8 +710,9 @@ TOOLS: tuple[Tool, ...] = (
         title="What to do next",
         description="The todos to work on next, in the order to take them: pending and not blocked (every "
         "blockedBy todo completed), overdue ones first, then by priority (high to low), soonest deadline (none "
-        f"last) and age (oldest first). At most limit (10) todos. {FILTER_HELP} The compact view keeps that "
-        "order, one line per todo, without indenting sub-tasks.",
+        f"last) and age (oldest first). At most limit (10) todos. Todos someone else has claimed are left out "
+        f"(includeClaimed to see them); yours stay. {FILTER_HELP} The compact view keeps that order, one line "
+        f"per todo, without indenting sub-tasks. {CLAIMS_HELP}",
         input_schema=NEXT_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=next_todos,
@@ -559,11 +722,51 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="complete_todo",
         title="Complete a todo",
-        description="Mark a todo as done now (completedAt = now); a todo already completed is returned "
-        f"unchanged. Returns {TODO_JSON}. Fails with `Todo not found` for an unknown or deleted id.",
+        description="Mark a todo as done now (completedAt = now) and end any claim on it; a todo already "
+        f"completed is returned unchanged. Returns {TODO_JSON}. Fails with `Todo not found` for an unknown or "
+        "deleted id.",
         input_schema=ID_INPUT,
         output_schema=TODO_SCHEMA,
         handler=complete_todo,
+        idempotent=True,
+    ),
+    Tool(
+        name="update_todo",
+        title="Change some fields of a todo",
+        description="Change only the fields given; every other field keeps its value (unlike put_todo, which "
+        "replaces them all). null clears an optional field: completedAt null reopens, deadlineAt null removes "
+        "the deadline, links, tags or blockedBy null empties them, description null empties it, priority null "
+        "makes it medium; name cannot be cleared. The same rules as put_todo (a blockedBy loop is refused, "
+        "naming it). Setting completedAt ends any claim. E.g. {\"id\": \"fix-login\", \"priority\": \"high\"}. "
+        f"Returns {TODO_JSON}. Fails with `Todo not found` for an unknown or deleted id.",
+        input_schema=UPDATE_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=update_todo,
+        destructive=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="claim_todo",
+        title="Claim a todo (I am working on it)",
+        description="Tell the user's other agents and the user that you are working on a pending todo, for "
+        "minutes (30) from now: it then shows claimedBy and claimedUntil, and next_todos leaves it out for "
+        "everyone else. Claim before you start; on work longer than the lease, claim it again (same by) to "
+        "renew it from now; complete_todo when done ends the claim, release_todo hands it back unfinished. If "
+        "someone else holds a live claim, it fails naming them and when their lease ends: pick another todo. A "
+        "lease that ran out is free to claim. Not for completed todos (reopen first). Returns the claimed todo.",
+        input_schema=CLAIM_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=claim_todo,
+    ),
+    Tool(
+        name="release_todo",
+        title="Hand a claimed todo back",
+        description="End your claim on a todo you are not going to finish now, so another agent or the user "
+        "can take it. A todo nobody holds is returned as it is; someone else's live claim is refused, naming "
+        "them (the user can release any claim on the /list page). Returns the todo.",
+        input_schema=RELEASE_INPUT,
+        output_schema=TODO_SCHEMA,
+        handler=release_todo,
         idempotent=True,
     ),
     Tool(
@@ -620,7 +823,9 @@ def start_workspace(arguments: Mapping[str, str]) -> list[tuple[Literal["user", 
         "and a description that records the premise.\n"
         "2. Show me the root todo's id.\n"
         "3. Ask me for the sub-tasks. Create each one with put_todo, with its own kebab-case id and "
-        '`links: ["<root id>"]` so it hangs under the root todo.'
+        '`links: ["<root id>"]` so it hangs under the root todo.\n'
+        "4. Other agents and I may work on this list too: before you start on a todo, claim it with claim_todo "
+        "(renew the claim on long work), and complete_todo it when done or release_todo it if you stop."
     )
     return [("user", text)]
 
@@ -644,8 +849,10 @@ TOOLSET = ToolSet(
     name="todos",
     version="0.1.0",
     instructions="The user's to-do list. Todos have ids you choose (kebab-case); put_todo creates or replaces "
-    "one, list_todos and search_todos find them, next_todos says what to do next, complete_todo checks one "
-    "off. Sub-tasks list their root todo's id in links; blockedBy makes a todo wait on others. "
+    "one and update_todo changes some of its fields, list_todos and search_todos find them, next_todos says what "
+    "to do next, complete_todo checks one off. claim_todo marks one as yours while you work on it (others' "
+    "next_todos skip it), release_todo hands it back. Sub-tasks list their root todo's id in links; blockedBy "
+    "makes a todo wait on others. "
     "get_list_url gives the user a web page with their list.",
     internal_error_text="Internal error: the todo list could not be reached; try again",
     tools=TOOLS,

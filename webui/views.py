@@ -25,10 +25,11 @@ from todos import services
 from todos.access import list_key_user, list_link_user
 from todos.exceptions import TodoError
 from todos.selectors import todo_get, todo_list, todo_next, todo_usage
+from todos.timestamps import clock
 from webui.forms import TodoForm
 from webui.todo_tree import todo_tree
 
-LIST_VERBS = ("add", "edit", "complete", "reopen", "delete", "restore", "purge")
+LIST_VERBS = ("add", "edit", "complete", "reopen", "delete", "restore", "purge", "release")
 NEXT_SHOWN = 5
 # Actions that lose data for good: only a person signed in may take them, never a page opened by a link or key
 # (an agent holding the key or link could otherwise do through the page what the API refuses it).
@@ -99,6 +100,10 @@ def _list_context(
     edit_form: TodoForm | None = None,
 ) -> dict[str, object]:
     todos = todo_list(owner=access.owner, include_completed=True, include_deleted=show_deleted)
+    claims_at = clock.now()
+    for todo in todos:
+        # Who is on it, for the page: a claim whose lease ran out is nobody's.
+        todo.live_claim = todo.claim_live(claims_at)
     pending = [todo for todo in todos if todo.deleted_at is None and todo.completed_at is None]
     completed = [todo for todo in todos if todo.deleted_at is None and todo.completed_at is not None]
     deleted = [todo for todo in todos if todo.deleted_at is not None]
@@ -195,8 +200,11 @@ def _apply(verb: str, owner: User, post: QueryDict) -> tuple[str, TodoForm | Non
         "delete": services.todo_delete,
         "restore": services.todo_restore,
         "purge": services.todo_purge,
-    }[verb]
-    action(owner=owner, key=key)
+    }.get(verb)
+    if action is None:  # release: the person hands back whoever's claim it is
+        services.todo_release(owner=owner, key=key, by=None)
+    else:
+        action(owner=owner, key=key)
     return key, None
 
 

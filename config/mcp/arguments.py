@@ -45,7 +45,10 @@ def _type_ok(value: Any, kind: str) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+        # JSON Schema counts 3.0 as an integer, and so do clients that send every number as a float.
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "array":
@@ -96,6 +99,7 @@ def read_arguments(
         if kind == "string":
             problem = _check_string(name, value, spec, name in multiline)
         elif kind == "integer":
+            value = int(value)
             low, high = spec.get("minimum"), spec.get("maximum")
             if (low is not None and value < low) or (high is not None and value > high):
                 problem = Problem(name, "range", f"must be {low}-{high}, got {value}")

@@ -138,6 +138,8 @@ def build_server(
         except ToolFailure as failure:
             return types.CallToolResult(content=[types.TextContent(type="text", text=failure.text)], is_error=True)
         arguments = dict(params.arguments or {})
+        if (client := ctx.session.client_params) is not None and client.client_info.name:
+            caller = replace(caller, client_name=client.client_info.name)
         if caller.transport == "http":
             reply = run_beside_loop(run_tool, toolset, tool, caller, arguments)
         else:

@@ -196,3 +196,38 @@ def test_todos_filters_refuse_bad_values_in_the_tools_words(alice_api):
     missing = alice_api.get("/api/todos/", under="nope")
     assert missing.status == 404 and missing.data["message"] == "Todo not found"
     assert alice_api.get("/api/todos/", q="x", under="nope").status == 404
+
+
+def test_todos_claim_fields_claim_release_and_patch(alice_api, bob_api):
+    """The claim's fields appear only while it runs; claim and release are actions; PATCH is update_todo."""
+    made = alice_api.post("/api/todos/", {**MILK, "tags": ["shop"], "deadlineAt": "2030-01-01"}).data
+    claimed = alice_api.post("/api/todos/buy-milk/claim/", {"by": "nightly-job", "minutes": 15})
+    assert claimed.status == 200
+    assert tuple(claimed.data) == (*TODO_KEYS, "tags", "claimedBy", "claimedUntil")
+    assert claimed.data["claimedBy"] == "nightly-job"
+    assert alice_api.get("/api/todos/").data[0]["claimedUntil"] == claimed.data["claimedUntil"]
+    taken = alice_api.post("/api/todos/buy-milk/claim/", {"by": "other-job"})
+    assert taken.status == 409 and taken.error == "claimed"
+    until = claimed.data["claimedUntil"]
+    assert taken.data["message"].startswith(f"Todo buy-milk is claimed by nightly-job until {until}")
+    assert alice_api.post("/api/todos/buy-milk/claim/", {}).data["message"] == "by is required"
+    assert alice_api.post("/api/todos/buy-milk/release/", {"by": "other-job"}).status == 409
+    # Another user's API sees no claim and cannot touch it.
+    assert bob_api.post("/api/todos/buy-milk/claim/", {"by": "bob-job"}).status == 404
+    assert bob_api.post("/api/todos/buy-milk/release/").status == 404
+
+    patched = alice_api.patch("/api/todos/buy-milk/", {"priority": "low", "deadlineAt": None})
+    assert patched.status == 200
+    assert patched.data["priority"] == "low" and patched.data["deadlineAt"] is None
+    assert patched.data["tags"] == ["shop"] and patched.data["claimedBy"] == "nightly-job"
+    refused = alice_api.patch("/api/todos/buy-milk/", {"name": None, "priority": "urgent"})
+    assert refused.status == 400
+    assert refused.data["message"] == (
+        "name cannot be cleared: give a new name, or leave name out to keep it; "
+        "priority must be one of low, medium, high"
+    )
+    released = alice_api.post("/api/todos/buy-milk/release/")
+    assert released.status == 200 and "claimedBy" not in released.data
+    assert (released.data["name"], released.data["createdAt"]) == (made["name"], made["createdAt"])
+    alice_api.post("/api/todos/buy-milk/complete/")
+    assert alice_api.post("/api/todos/buy-milk/claim/", {"by": "late"}).status == 409

@@ -130,12 +130,18 @@ SWEEP: dict[str, dict[str, Entry]] = {
             ),
         ),
         "next_todos": Entry(
-            {"under": "todo"}, probes=({}, {"view": "compact", "limit": 200}, {"view": "tree", "tag": MARK})
+            {"under": "todo"},
+            probes=({}, {"view": "compact", "limit": 200}, {"view": "tree", "tag": MARK},
+                    {"includeClaimed": True, "view": "compact"}, {"by": f"{MARK}-secret"}),
         ),
         "complete_todo": Entry({"id": "todo"}),
         "get_todo": Entry({"id": "todo"}),
         "delete_todo": Entry({"id": "todo"}),
         "reopen_todo": Entry({"id": "todo"}),
+        # A's claim is A's agents' business: B can neither take it, hand it back, nor see who holds it.
+        "update_todo": Entry({"id": "todo"}, {"name": "bob's", "deadlineAt": None}),
+        "claim_todo": Entry({"id": "todo"}, {"by": "bob-agent"}),
+        "release_todo": Entry({"id": "todo"}, {"by": "bob-agent"}),
     },
 }
 TOOLSETS: dict[str, ToolSet] = {"pillbox": pillbox.tools.TOOLSET, "todos": todos.tools.TOOLSET}
@@ -272,6 +278,7 @@ def world(alice, bob, tmp_path, monkeypatch, local_bottles_over_http) -> World:
         blockedBy=[f"{MARK}-todo"],
     )
     as_alice(remote, "todos", "complete_todo", id=f"{MARK}-done")
+    as_alice(remote, "todos", "claim_todo", id=f"{MARK}-todo", by=f"{MARK}-secret", minutes=600)
     as_alice(remote, "todos", "delete_todo", id=f"{MARK}-gone")
     records["todo"] = [f"{MARK}-todo", f"{MARK}-done", f"{MARK}-gone", f"{MARK}-waits"]
 

@@ -177,8 +177,10 @@ def rpc_status(url: str, path: str, *, bearer: str, method: str = "tools/list", 
     return response.status_code
 
 
-def call(http: httpx2.Client, url: str, path: str, key: str, tool: str, arguments: dict[str, Any]) -> str:
-    """One tools/call; the reply's text, asserting it is not an error."""
+def tool_call(
+    http: httpx2.Client, url: str, path: str, key: str, tool: str, arguments: dict[str, Any]
+) -> tuple[bool, str]:
+    """One tools/call: whether the tool failed, and its text."""
     response = http.post(
         url + path,
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
@@ -186,8 +188,14 @@ def call(http: httpx2.Client, url: str, path: str, key: str, tool: str, argument
     )
     assert response.status_code == 200, response.text
     reply = reply_of(response.json())
-    assert not reply.is_error, reply.text
-    return reply.text
+    return reply.is_error, reply.text
+
+
+def call(http: httpx2.Client, url: str, path: str, key: str, tool: str, arguments: dict[str, Any]) -> str:
+    """One tools/call; the reply's text, asserting it is not an error."""
+    failed, text = tool_call(http, url, path, key, tool, arguments)
+    assert not failed, text
+    return text
 
 
 SHORT_ID = re.compile(r"^id: ([0-9a-f]{12})$", re.M)

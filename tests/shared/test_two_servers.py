@@ -34,6 +34,7 @@ from tests.shared.servers import (
     rpc_status,
     shared_database,
     short_id,
+    tool_call,
 )
 
 AUTH_LIMIT = 5
@@ -401,3 +402,76 @@ def test_a_pool_as_large_as_the_threads_serves_every_thread_at_once(servers_with
 
     with ThreadPoolExecutor(8) as pool:
         assert sum(pool.map(client, range(8))) == 80
+
+
+CLAIMERS = 8
+CLAIM_ROUNDS = 4
+
+
+def _claimer(url: str, key: str, todo_id: str, by: str, start: threading.Barrier) -> tuple[str, bool, str]:
+    with httpx2.Client(timeout=60) as http:
+        start.wait()
+        failed, text = tool_call(http, url, "/mcp", key, "claim_todo", {"id": todo_id, "by": by})
+    return by, failed, text
+
+
+def test_eight_claimers_through_both_servers_exactly_one_wins(servers, database, redis_db):
+    """Eight agents of one user claim one todo at the same moment, four through each server: one claim holds,
+    the seven others are refused naming the winner and the end of its lease, round after round."""
+    redis_db.flushdb()
+    key = database.accounts["olga"]["key"]
+    with httpx2.Client(timeout=60) as http:
+        for n in range(CLAIM_ROUNDS):
+            call(http, servers[n % 2], "/mcp", key, "put_todo",
+                 {"id": f"race-{n}", "name": "One of us", "description": ""})
+    for n in range(CLAIM_ROUNDS):
+        todo_id = f"race-{n}"
+        start = threading.Barrier(CLAIMERS)
+        with ThreadPoolExecutor(CLAIMERS) as pool:
+            futures = [pool.submit(_claimer, servers[i % 2], key, todo_id, f"agent-{i}", start)
+                       for i in range(CLAIMERS)]
+            outcomes = [future.result() for future in futures]
+        won = [(by, json.loads(text)) for by, failed, text in outcomes if not failed]
+        assert len(won) == 1, outcomes
+        winner, todo = won[0]
+        assert todo["claimedBy"] == winner
+        refusals = [text for _, failed, text in outcomes if failed]
+        assert len(refusals) == CLAIMERS - 1
+        for text in refusals:
+            assert text.startswith(f"Todo {todo_id} is claimed by {winner} until {todo['claimedUntil']};"), text
+        with psycopg.connect(database.url) as db:
+            (holder,) = db.execute("SELECT claimed_by FROM todos_todo WHERE key = %s", (todo_id,)).fetchone()
+        assert holder == winner
+
+
+def test_a_claim_and_a_concurrent_update_through_the_two_servers_both_hold(servers, database, redis_db):
+    """update_todo through one server while a claim lands through the other: neither writes over the other."""
+    redis_db.flushdb()
+    key = database.accounts["kim"]["key"]
+    first, second = servers
+    with httpx2.Client(timeout=60) as http:
+        call(http, first, "/mcp", key, "put_todo",
+             {"id": "both", "name": "Both stay", "description": "", "tags": ["keep"], "deadlineAt": "2030-01-01"})
+
+    def update(n: int, start: threading.Barrier) -> tuple[bool, str]:
+        with httpx2.Client(timeout=60) as http:
+            start.wait()
+            return tool_call(http, first, "/mcp", key, "update_todo", {"id": "both", "description": f"round {n}"})
+
+    def claim(n: int, start: threading.Barrier) -> tuple[bool, str]:
+        with httpx2.Client(timeout=60) as http:
+            start.wait()
+            return tool_call(http, second, "/mcp", key, "claim_todo", {"id": "both", "by": f"agent-{n}"})
+
+    for n in range(12):
+        start = threading.Barrier(2)
+        with ThreadPoolExecutor(2) as pool:
+            updated, claimed = pool.submit(update, n, start), pool.submit(claim, n, start)
+            assert not updated.result()[0] and not claimed.result()[0], (updated.result(), claimed.result())
+        with psycopg.connect(database.url) as db:
+            row = db.execute(
+                "SELECT description, claimed_by, tags, deadline_at IS NOT NULL FROM todos_todo WHERE key = 'both'"
+            ).fetchone()
+        assert row == (f"round {n}", f"agent-{n}", ["keep"], True), (n, row)
+        with httpx2.Client(timeout=60) as http:
+            assert not tool_call(http, first, "/mcp", key, "release_todo", {"id": "both", "by": f"agent-{n}"})[0]

@@ -91,6 +91,9 @@ async def scenario_listing(client: Client) -> None:
         "delete_todo",
         "reopen_todo",
         "next_todos",
+        "update_todo",
+        "claim_todo",
+        "release_todo",
     }
     for tool in tools.values():
         assert tool.description and tool.output_schema and tool.output_schema["type"] == "object"
@@ -327,6 +330,7 @@ async def scenario_prompt(client: Client) -> None:
     assert "We are remodelling the basement" in text
     assert "put_todo" in text and "kebab-case" in text and "links" in text and "root" in text
     assert "Show me the root todo's id" in text
+    assert "claim_todo" in text and "release_todo" in text and "complete_todo" in text
     for bad in ({}, {"premise": "   "}):
         with pytest.raises(MCPError, match="premise is required"):
             await client.get_prompt("start_workspace", bad)
@@ -347,8 +351,18 @@ async def scenario_two_users(alice: Client, alice_uid: str, bob: Client, bob_uid
         assert {todo["uid"] for todo in found} == {uid}
     assert (await call(alice, "get_todo", id="tu-bob-only")).text == "Todo not found"
     assert "tu-bob-only" not in await ids(alice, "search_todos", query="secret plan")
-    for tool in ("complete_todo", "delete_todo", "reopen_todo"):
-        assert (await call(alice, tool, id="tu-bob-only")).text == "Todo not found"
+    extra: dict[str, dict[str, str]] = {
+        "claim_todo": {"by": "alice-agent"}, "release_todo": {"by": "alice-agent"}, "update_todo": {"name": "x"}
+    }
+    for tool in ("complete_todo", "delete_todo", "reopen_todo", *extra):
+        assert (await call(alice, tool, id="tu-bob-only", **extra.get(tool, {}))).text == "Todo not found"
+    # Claims are between one user's agents: Alice's claim is on her todo only, and Bob's agents never see it.
+    assert (await call(alice, "claim_todo", id="tu-buy-milk", by="alice-agent")).data["claimedBy"] == "alice-agent"
+    assert (await call(bob, "get_todo", id="tu-buy-milk")).data == b
+    assert "alice-agent" not in (await call(bob, "list_todos", view="compact")).text
+    assert (await call(bob, "claim_todo", id="tu-buy-milk", by="bob-agent")).data["claimedBy"] == "bob-agent"
+    assert (await call(alice, "get_todo", id="tu-buy-milk")).data["claimedBy"] == "alice-agent"
+    assert not (await call(bob, "release_todo", id="tu-buy-milk", by="bob-agent")).is_error
     done = await call(alice, "complete_todo", id="tu-buy-milk")
     assert done.data["completedAt"] is not None
     assert (await call(bob, "get_todo", id="tu-buy-milk")).data["completedAt"] is None

@@ -451,6 +451,8 @@ async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, usern
         ],
         "complete_todo": [{"id": "ip-first"}],
         "reopen_todo": [{"id": "ip-closed"}],
+        "update_todo": [{"id": "ip-root", "description": "changed once"}, {"id": "ip-first", "deadlineAt": None}],
+        "release_todo": [{"id": "ip-root", "by": "ip-agent"}],
         "get_todo": [{"id": "ip-root"}, {"id": "ip-gone"}],
         "list_todos": [
             {"under": "ip-root"},
@@ -470,6 +472,7 @@ async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, usern
         return listed.text, (await ok(client, "get_list_usage")).text
 
     await ok(client, "delete_todo", id="ip-gone")
+    await ok(client, "claim_todo", id="ip-root", by="ip-agent")  # for release_todo to hand back
     for tool, calls in twice.items():
         for arguments in calls:
             first = await ok(client, tool, **arguments)

@@ -13,9 +13,10 @@ from django.core.management import call_command
 
 from accounts.models import Account
 from tests.clients import http_client, run
-from tests.todos import helpers, planning
+from tests.todos import claims, helpers, planning
 from tests.todos.helpers import call, put
 from todos.access import list_link_user
+from todos.timestamps import clock
 
 
 def limit_setter(user):
@@ -188,3 +189,30 @@ def test_list_url_for_a_uid_and_key_caller_gives_back_only_what_it_presented(sit
 def test_list_page_without_credentials_asks_to_log_in(site):
     response = httpx2.get(f"{site}/list")
     assert response.status_code == 302 and "login" in response.headers["Location"]
+
+
+@pytest.fixture
+def settable_clock():
+    """The claims' clock, shared with the live server's thread: a test moves it on instead of waiting."""
+    clock.reset()
+    yield clock
+    clock.reset()
+
+
+def test_todos_http_claims_and_updates(site, alice, settable_clock):
+    """Two agents of one user: one on a stateless legacy connection naming itself with `by`, one at 2026-07-28,
+    whose requests carry its clientInfo name, the default claimer."""
+
+    async def expire(todo_id: str, delta) -> None:
+        settable_clock.advance(delta)
+
+    async def scenario() -> None:
+        async with (
+            http_client(f"{site}/mcp", key=alice.key) as first,
+            http_client(f"{site}/mcp", key=alice.key, mode="2026-07-28", name="codex-task") as second,
+        ):
+            await claims.scenario_claims(first, "agent-one", "agent-one", second, "codex-task", None, expire)
+            await claims.scenario_by_required_without_a_client_name(first)
+            await claims.scenario_update(second, None)
+
+    run(scenario())

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.clients import ROOT, run, stdio_client
-from tests.todos import helpers, planning
+from tests.todos import claims, helpers, planning
 from tests.todos.helpers import call, put
 
 SECRET = "stdio-test-secret-key-that-is-long-enough-for-django"
@@ -148,3 +148,33 @@ def test_todos_stdio_two_users_and_list_links(tmp_path):
         }
     state = [rows[hashlib.sha256(token.encode()).hexdigest()] for token in tokens]
     assert state == [("stdio", True), ("stdio", False), ("stdio", False)]
+
+
+def lease_shortener(home: Path):
+    async def expire(todo_id: str, delta) -> None:
+        """Time passing, as the stdio servers (other processes) see it: the lease's end moves back by delta."""
+        with sqlite3.connect(home / "pillbox.db") as db:
+            (until,) = db.execute("SELECT claimed_until FROM todos_todo WHERE key = ?", (todo_id,)).fetchone()
+            moved = datetime.fromisoformat(until) - delta
+            db.execute("UPDATE todos_todo SET claimed_until = ? WHERE key = ?", (moved.isoformat(" "), todo_id))
+
+    return expire
+
+
+def test_todos_stdio_claims_and_updates(tmp_path):
+    """Two local agents, each its own stdio process on the shared database; neither sends `by`: each is known by
+    the name its client gave in the handshake (`Codex CLI` becomes `Codex-CLI`)."""
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    cwd.mkdir()
+
+    async def scenario() -> None:
+        async with (
+            stdio_client("todos", home=home, cwd=cwd, user="alice", name="claude-code@shop") as first,
+            stdio_client("todos", home=home, cwd=cwd, user="alice", name="Codex CLI") as second,
+        ):
+            await claims.scenario_claims(
+                first, "claude-code@shop", None, second, "Codex-CLI", None, lease_shortener(home)
+            )
+            await claims.scenario_update(first, None)
+
+    run(scenario())

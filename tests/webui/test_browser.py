@@ -198,6 +198,32 @@ def test_list_descriptions_render_inert(page, live_server, alice):
     assert not [href for href in hrefs if href.strip().lower().startswith("javascript:")]
 
 
+def test_list_shows_who_holds_a_claim_and_releases_it(page, live_server, alice):
+    """An agent's claim on /list: who and until when, its name shown as text however it is spelt, and a button
+    that hands the todo back without reloading the page."""
+    hostile = "<img/src=x/onerror=alert('by')>"
+    todo_services.todo_put(owner=alice.user, key="deploy", name="Deploy the API", description="")
+    todo_services.todo_put(owner=alice.user, key="free", name="Nobody on it", description="")
+    claim = todo_services.todo_claim(owner=alice.user, key="deploy", by=hostile, minutes=45)
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(link_for(alice, live_server))
+    badge = todo_item(page, "deploy").locator(".badge.claimed")
+    until = f"{claim.claimed_until:%Y-%m-%d %H:%M}"
+    assert badge.inner_text() == f"@{hostile} until {until} UTC"
+    assert todo_item(page, "free").locator(".badge.claimed").count() == 0
+    assert todo_item(page, "free").get_by_role("button", name="Release Nobody on it").count() == 0
+    page.wait_for_load_state("load")
+    assert dialogs == [] and page.locator("#todo-app img, #todo-app [onerror]").count() == 0
+    page.evaluate("window.__sameDocument = true")
+
+    todo_item(page, "deploy").get_by_role("button", name="Release Deploy the API").click()
+    todo_item(page, "deploy").locator(".badge.claimed").wait_for(state="detached")
+    assert page.evaluate("window.__sameDocument") is True
+    assert todo_get(owner=alice.user, key="deploy").claimed_by == ""
+    assert dialogs == []
+
+
 # ---------------------------------------------------------------- account
 
 
