@@ -254,7 +254,7 @@ def test_a_new_user_over_stdio_finds_the_original_memory_whole(tmp_path, seed, p
             # Relinked where it now is, and the bottle of the directory the agent works in.
             blog = f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}  ← this directory"
             assert bottle_lines(first)["Blog"] == blog
-            assert f"  {project['blog']}" in first
+            assert f"  name: blog · {project['blog']}" in first
             await check_what_an_agent_sees(client, summary, ["blog"])
 
     async def again() -> None:
