@@ -330,3 +330,23 @@ def test_hooks_install_recall_and_recall_prints_the_memory(places, alice, local_
     assert f"# prescription_context {latest} (the latest prescription)\nid: {latest}\n[open] Latest session" in memory
     assert len(memory) <= 6000 and memory.endswith("word …\n\n… (more with prescription_context)")
     assert len(recall("--budget", "1500")) <= 1500
+
+
+def test_the_launcher_is_each_persons_own(places, monkeypatch, tmp_path):
+    """`manage.py launcher` writes ~/.local/bin/pillbox-todos running this checkout with this interpreter and the
+    person's data directory; a second run changes nothing."""
+    home, _ = places
+    monkeypatch.setenv("PILLBOX_HOME", str(tmp_path / "my data"))
+    out = StringIO()
+    call_command("launcher", stdout=out, stderr=StringIO())
+    launcher = home / ".local" / "bin" / "pillbox-todos"
+    assert out.getvalue().startswith(f"Wrote {launcher}") and os.access(launcher, os.X_OK)
+    text = launcher.read_text()
+    assert f"export PILLBOX_HOME='{tmp_path / 'my data'}'" in text and f"exec {sys.executable} {MANAGE} \"$@\"" in text
+    again = StringIO()
+    call_command("launcher", stdout=again, stderr=StringIO())
+    assert again.getvalue().startswith("Already there:") and launcher.read_text() == text
+    # It runs this checkout's recall with that data directory (which does not exist yet, and is not made).
+    shown = subprocess.run([str(launcher), "recall"], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert shown.stdout.startswith(f"Pillbox: no data directory at {tmp_path / 'my data'} ")
+    assert not (tmp_path / "my data").exists()
