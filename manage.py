@@ -13,6 +13,13 @@ def main() -> None:
 
         if (code := serve_stdio(sys.argv[2:])) is not None:
             sys.exit(code)
+    if len(sys.argv) > 1 and sys.argv[1] == "recall":
+        # A session-start hook never creates a data directory: asked before the settings make one.
+        from pillbox.management.commands.recall import missing_home
+
+        if line := missing_home():
+            print(line)
+            return
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

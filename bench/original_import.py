@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/original_import.py [--pills 500] [--repeat 3]
 
-Builds a home and two projects with the original's fixture builder (``--pills`` per prescription: 10
-prescriptions in all), afresh for each timing, then times:
+Builds a home and two projects with the tests' builder of the original's files (tests/pillbox/original_files.py;
+``--pills`` per prescription: 10 prescriptions in all), afresh for each timing, then times:
 
 - ours: ``manage.py import_original`` (in process; the global database is migrated beforehand, untimed): read
   every row, parse, write our rows with their full-text index, register, record; our schema goes into the two
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILDER = ROOT.parent / "shared" / "fixtures" / "original-pillbox" / "make_original.py"
+BUILDER = ["-m", "tests.pillbox.original_files"]  # the tests' builder of the original's files
 TABLES = {"bottles": "", "prescriptions": "", "pills": "title, content, compound",
           "capsules": "title, content, compound"}
 
@@ -90,8 +90,8 @@ def main() -> None:
         for name in ("anchor", "ours"):
             fixture = work / f"{name}-{round_}"
             # A fresh build each time: the original's registry holds absolute paths, so a copy would point back.
-            subprocess.run([sys.executable, str(BUILDER), str(fixture), "--pills", str(args.pills)], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run([sys.executable, *BUILDER, str(fixture), "--pills", str(args.pills)], check=True,
+                           stdout=subprocess.DEVNULL, cwd=ROOT)
             if name == "anchor":
                 timings[name].append(anchor(fixture, fixture))
             else:

@@ -1,9 +1,14 @@
 """The configuration each MCP client needs to reach this checkout's servers, and merging it into their files.
 
-Every client keeps a map of named servers in its own format: Claude Code (``.mcp.json`` or ``~/.claude.json``),
-Claude Desktop (``claude_desktop_config.json``) and Cursor (``mcp.json``) under ``mcpServers``; VS Code
-(``mcp.json``) under ``servers`` with an explicit ``type``; Codex (``config.toml``) as ``[mcp_servers.NAME]``
-tables. Merging replaces only our own entries (``pillbox``, ``todos``) and keeps everything else in the file.
+Every client keeps a map of named servers in its own format: Claude Code (``.mcp.json``, or ``~/.claude.json``
+at the top for every project or under ``projects[<project>]`` for one), Claude Desktop
+(``claude_desktop_config.json``) and Cursor (``mcp.json``) under ``mcpServers``; VS Code (``mcp.json``) under
+``servers`` with an explicit ``type``; Codex (``config.toml``) as ``[mcp_servers.NAME]`` tables. Merging
+replaces only our own entries (``pillbox``, ``todos``) and keeps everything else in the file.
+
+Personal and shared: what names this machine (the interpreter, the checkout, a data directory, a key) goes
+into the person's own files (``local``/``user`` scope); a project's file, meant to be committed, names only the
+``pillbox-todos`` launcher found on ``PATH``, which each person installs once from their own checkout.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from typing import Any, Literal
 
 from django.conf import settings
 
+from config.gitexclude import exclude_from_git
+
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "vscode")
 SERVERS = ("pillbox", "todos")
 HTTP_PATHS = {"todos": "/mcp", "pillbox": "/pillbox/mcp"}
-Scope = Literal["user", "project"]
+Scope = Literal["local", "user", "project"]
+SCOPES = ("local", "user", "project")
+LAUNCHER = "pillbox-todos"  # the command a project's shared file names; each person's own, on PATH
 # SessionStart sources after which the conversation holds no memory yet (a resumed one still has it).
 HOOK_MATCHER = "startup|clear|compact"
 
@@ -54,10 +63,13 @@ def manage_py() -> Path:
     return Path(settings.BASE_DIR) / "manage.py"
 
 
-def stdio_servers(user: str | None = None) -> list[Server]:
-    """This interpreter and this checkout's manage.py, absolute, so the client may start them from anywhere."""
+def stdio_servers(user: str | None = None, home: str | None = None, *, portable: bool = False) -> list[Server]:
+    """This interpreter and this checkout's manage.py, absolute, so the client may start them from anywhere (with
+    ``home`` as PILLBOX_HOME); ``portable``: the launcher on PATH instead, naming nothing of this machine."""
+    if portable:
+        return [Server(name, LAUNCHER, ("mcp", name)) for name in SERVERS]
     extra = ["--user", user] if user else []
-    env = (("PILLBOX_HOME", os.environ["PILLBOX_HOME"]),) if os.environ.get("PILLBOX_HOME") else ()
+    env = (("PILLBOX_HOME", home),) if home else ()
     return [Server(name, sys.executable, (str(manage_py()), "mcp", name, *extra), env) for name in SERVERS]
 
 
@@ -89,6 +101,8 @@ def _vscode_user_file(home: Path) -> Path:
 def config_file(client: str, scope: Scope, *, home: Path, project: Path) -> Path:
     if client == "claude-code":
         return project / ".mcp.json" if scope == "project" else home / ".claude.json"
+    if scope == "local" and client in CLIENTS:
+        raise ConnectError(f"--scope local is Claude Code's; {client}'s personal file is --scope user (its default).")
     if client == "claude-desktop":
         if scope == "project":
             raise ConnectError("Claude Desktop has no per-project configuration; use --scope user.")
@@ -103,8 +117,17 @@ def config_file(client: str, scope: Scope, *, home: Path, project: Path) -> Path
 
 
 def default_scope(client: str) -> Scope:
-    # Codex reads a project's file only in a trusted project, and Desktop has only the user file.
-    return "user" if client in ("codex", "claude-desktop") else "project"
+    """Personal by default: Claude Code's local scope (this project, this person), the user's file elsewhere."""
+    return "local" if client == "claude-code" else "user"
+
+
+def servers_key(client: str, scope: Scope, project: Path) -> tuple[str, ...]:
+    """Where the map of servers is in the client's JSON file."""
+    if client == "vscode":
+        return ("servers",)
+    if client == "claude-code" and scope == "local":  # what `claude mcp add --scope local` writes
+        return ("projects", str(project), "mcpServers")
+    return ("mcpServers",)
 
 
 # ---------------------------------------------------------------- one entry per client format
@@ -117,7 +140,9 @@ def json_entry(client: str, server: Server) -> dict[str, Any]:
                 "Claude Desktop adds remote servers as connectors, not in its file: Settings → Connectors → Add "
                 f"custom connector, URL {server.url} (it signs in with OAuth). Without --http it runs them locally."
             )
-        entry: dict[str, Any] = {"url": server.url, "headers": {"Authorization": f"Bearer {server.key}"}}
+        entry: dict[str, Any] = {"url": server.url}
+        if server.key:  # without one (a shared file) the client signs in with OAuth
+            entry["headers"] = {"Authorization": f"Bearer {server.key}"}
         return {"type": "http", **entry} if client in ("claude-code", "vscode") else entry
     entry = {"command": server.command, "args": list(server.args)}
     if server.env:
@@ -125,9 +150,15 @@ def json_entry(client: str, server: Server) -> dict[str, Any]:
     return {"type": "stdio", **entry} if client in ("claude-code", "vscode") else entry
 
 
-def json_document(client: str, servers: list[Server]) -> dict[str, Any]:
-    section = "servers" if client == "vscode" else "mcpServers"
-    return {section: {server.name: json_entry(client, server) for server in servers}}
+def json_entries(client: str, servers: list[Server]) -> dict[str, Any]:
+    return {server.name: json_entry(client, server) for server in servers}
+
+
+def json_document(keys: tuple[str, ...], entries: dict[str, Any]) -> dict[str, Any]:
+    document: dict[str, Any] = entries
+    for key in reversed(keys):
+        document = {key: document}
+    return document
 
 
 def _toml_string(value: str) -> str:
@@ -143,8 +174,9 @@ def toml_tables(servers: list[Server]) -> str:
     for server in servers:
         lines = [f"[mcp_servers.{server.name}]"]
         if server.is_http:
-            lines += [f"url = {_toml_string(server.url)}",
-                      f"http_headers = {_toml_inline({'Authorization': f'Bearer {server.key}'})}"]
+            lines.append(f"url = {_toml_string(server.url)}")
+            if server.key:
+                lines.append(f"http_headers = {_toml_inline({'Authorization': f'Bearer {server.key}'})}")
         else:
             lines += [f"command = {_toml_string(server.command)}",
                       "args = [" + ", ".join(_toml_string(arg) for arg in server.args) + "]"]
@@ -161,8 +193,9 @@ def claude_code_commands(servers: list[Server], scope: Scope) -> list[str]:
     commands = []
     for server in servers:
         if server.is_http:
+            header = ["--header", f"Authorization: Bearer {server.key}"] if server.key else []
             commands.append(shlex.join(["claude", "mcp", "add", "--scope", scope, "--transport", "http", server.name,
-                                        server.url, "--header", f"Authorization: Bearer {server.key}"]))
+                                        server.url, *header]))
         else:
             env = [part for name, value in server.env for part in ("--env", f"{name}={value}")]
             commands.append(shlex.join(["claude", "mcp", "add", "--scope", scope, *env, server.name, "--",
@@ -173,13 +206,16 @@ def claude_code_commands(servers: list[Server], scope: Scope) -> list[str]:
 # ---------------------------------------------------------------- merging into an existing file
 
 
-def backup(path: Path) -> Path | None:
-    """Copy ``path`` aside before it is changed (None when there is nothing to keep)."""
+def backup(path: Path, project: Path) -> Path | None:
+    """Copy ``path`` aside before it is changed (None when there is nothing to keep); a copy in the project is
+    kept out of its commits (.git/info/exclude)."""
     if not path.exists():
         return None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     copy = path.with_name(f"{path.name}.bak-{stamp}")
     shutil.copy2(path, copy)
+    if path.is_relative_to(project):
+        exclude_from_git(project, str(path.relative_to(project)) + ".bak-*")
     return copy
 
 
@@ -205,14 +241,28 @@ def _write(path: Path, text: str) -> None:
     temporary.replace(path)  # a reader never sees half a file
 
 
-def merge_json(path: Path, addition: dict[str, Any]) -> None:
+def merge_json(path: Path, keys: tuple[str, ...], entries: dict[str, Any]) -> None:
+    """Put ``entries`` into the object at ``keys`` (made when missing), keeping everything else in the file."""
     document = _read_json(path)
-    for section, entries in addition.items():
-        current = document.get(section)
-        if current is not None and not isinstance(current, dict):
-            raise ConnectError(f"{section} in {path} is not an object; nothing was changed.")
-        document[section] = {**(current or {}), **entries}
+    place = document
+    for depth, key in enumerate(keys):
+        current = place.setdefault(key, {})
+        if not isinstance(current, dict):
+            raise ConnectError(f"{'.'.join(keys[:depth + 1])} in {path} is not an object; nothing was changed.")
+        place = current
+    place.update(entries)
     _write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_entries(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The servers already at ``keys`` in a JSON file ({} when there are none or the file cannot be read)."""
+    try:
+        place: Any = _read_json(path)
+    except ConnectError:
+        return {}
+    for key in keys:
+        place = place.get(key) if isinstance(place, dict) else None
+    return place if isinstance(place, dict) else {}
 
 
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")
@@ -246,13 +296,14 @@ def merge_toml(path: Path, servers: list[Server]) -> None:
     _write(path, merged)
 
 
-def hook_command(user: str | None = None) -> str:
+def hook_command(user: str | None = None, home: str | None = None, *, portable: bool = False) -> str:
     import shlex
 
+    if portable:
+        return f"{LAUNCHER} recall"
     extra = ["--user", user] if user else []
     command = shlex.join([sys.executable, str(manage_py()), "recall", *extra])
     # Hooks run in a shell: a data directory other than the default travels as a variable, as it does to servers.
-    home = os.environ.get("PILLBOX_HOME")
     return f"PILLBOX_HOME={shlex.quote(home)} {command}" if home else command
 
 
@@ -272,4 +323,95 @@ def merge_hook(path: Path, command: str) -> bool:
 
 
 def hook_file(scope: Scope, *, home: Path, project: Path) -> Path:
+    """Claude Code's settings for the hook: the project's own and personal one (``settings.local.json``, which
+    Claude Code keeps out of git, and so do we), the project's shared one, or the user's."""
+    if scope == "local":
+        return project / ".claude" / "settings.local.json"
     return (project if scope == "project" else home) / ".claude" / "settings.json"
+
+
+# ---------------------------------------------------------------- the launcher a shared file names
+
+
+def launcher_file(home: Path) -> Path:
+    return home / ".local" / "bin" / LAUNCHER
+
+
+def launcher_text(pillbox_home: str | None) -> str:
+    import shlex
+
+    lines = ["#!/bin/sh", f"# {LAUNCHER}: this person's Pillbox & Todos (written by `manage.py launcher`).",
+             "# A project's shared MCP configuration runs it by name, so it names no machine's paths."]
+    if pillbox_home:
+        lines.append(f"export PILLBOX_HOME={shlex.quote(pillbox_home)}")
+    lines.append(f'exec {shlex.join([sys.executable, str(manage_py())])} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool]:
+    """Write the launcher into ``~/.local/bin`` (POSIX shells); False when it was already this one."""
+    if platform.system() == "Windows":
+        raise ConnectError(f"The {LAUNCHER} launcher is a POSIX shell script; on Windows put a {LAUNCHER}.cmd "
+                           f"on PATH running: {sys.executable} {manage_py()} %*")
+    path, text = launcher_file(home), launcher_text(pillbox_home)
+    if path.is_file() and path.read_text() == text:
+        return path, False
+    _write(path, text)
+    path.chmod(0o755)
+    return path, True
+
+
+def launcher_on_path(home: Path) -> bool:
+    found = shutil.which(LAUNCHER)
+    return found is not None and Path(found).resolve() == launcher_file(home).resolve()
+
+
+# ---------------------------------------------------------------- the home the site uses
+
+
+def site_record_file(home: Path) -> Path:
+    """Where `up` records, per checkout, the data directory and address it serves (the person's own state, in no
+    data directory and no project)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(home / ".local" / "state")
+    return Path(state) / "pillbox-todos" / "sites.json"
+
+
+def read_site_record(home: Path) -> dict[str, Any]:
+    path = site_record_file(home)
+    try:
+        record = json.loads(path.read_text()).get(str(Path(settings.BASE_DIR).resolve()))
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def write_site_record(user_home: Path, **record: str) -> None:
+    path = site_record_file(user_home)
+    try:
+        records = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        records = {}
+    if not isinstance(records, dict):
+        records = {}
+    records[str(Path(settings.BASE_DIR).resolve())] = record
+    _write(path, json.dumps(records, indent=2) + "\n")
+
+
+def default_home(home: Path) -> Path:
+    return (home / ".pillbox").resolve()
+
+
+def servers_home(home: Path) -> tuple[str | None, str]:
+    """The PILLBOX_HOME the agent's servers should get (None: the default ``~/.pillbox``) and a note: the one in
+    this shell wins, but a site (`up`) serving another home is said loudly; without one, the site's."""
+    mine = os.environ.get("PILLBOX_HOME")
+    site = read_site_record(home).get("home")
+    if mine:
+        if site and Path(mine).expanduser().resolve() != Path(site).resolve():
+            return mine, (f"WARNING: PILLBOX_HOME here is {mine}, but the site (`manage.py up`) serves {site}: "
+                          "the agent's memory will not be what the pages show. Run this again with "
+                          f"PILLBOX_HOME={site}, or run `up` with the same PILLBOX_HOME.")
+        return mine, ""
+    if site and Path(site).resolve() != default_home(home):
+        return site, f"The servers use {site}, the data directory the site (`manage.py up`) serves."
+    return None, ""

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, TypeVar
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from config.mcp.tools import Caller
 from pillbox import ids, services
@@ -24,6 +26,7 @@ from pillbox.access import Reach
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
+from pillbox.texts import shown_directory
 
 if TYPE_CHECKING:
     from accounts.caller import PersonRequest
@@ -82,9 +85,25 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             self.message_user(request, text, messages.ERROR)
 
 
+class PointsToLocalMemory(ReadOnlyAdmin):
+    """These lists hold the global database only: say so on each, with how many local bottles are elsewhere and
+    a link to the memory browser, which reaches them (a curator would otherwise read 0 pills for 15)."""
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, object] | None = None) -> HttpResponse:
+        if request.method == "GET":
+            local = Registration.objects.filter(scope=Bottle.SCOPE_LOCAL)
+            everyone = local.values("db_path").distinct().count()
+            mine = local.filter(user__username=request.user.get_username()).count()
+            messages.info(request, format_html(
+                "This list holds the global database only. Local bottles ({} registered, {} of them yours) keep "
+                "their memory in their projects' own files (.pillbox/pillbox.db): see and curate yours in the "
+                '<a href="{}">memory browser</a>.', everyone, mine, reverse("memory-bottles")))
+        return super().changelist_view(request, extra_context)
+
+
 @admin.register(Bottle)
-class BottleAdmin(ReadOnlyAdmin):
-    list_display = ("name", "display_name", "short_id", "scope", "directory", "created_at", "views")
+class BottleAdmin(PointsToLocalMemory):
+    list_display = ("name", "display_name", "short_id", "scope", "project_directory", "created_at", "views")
     list_filter = ("scope", "created_at")
     search_fields = ("id", "name", "display_name", "directory")
 
@@ -92,9 +111,13 @@ class BottleAdmin(ReadOnlyAdmin):
     def short_id(self, bottle: Bottle) -> str:
         return ids.short(bottle.id)
 
+    @admin.display(description="directory", ordering="directory")
+    def project_directory(self, bottle: Bottle) -> str:
+        return shown_directory(bottle.directory, hide_paths=False, scope=bottle.scope)
+
 
 @admin.register(Prescription)
-class PrescriptionAdmin(ReadOnlyAdmin):
+class PrescriptionAdmin(PointsToLocalMemory):
     list_display = ("title", "short_id", "bottle", "status", "state", "author_name", "started_at", "ended_at")
     list_filter = (DiscardedFilter, ("ended_at", admin.EmptyFieldListFilter), "bottle", "started_at")
     search_fields = ("id", "title", "author_name", "author_email", "bottle__name")
@@ -137,7 +160,7 @@ class PrescriptionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Pill)
-class PillAdmin(ReadOnlyAdmin):
+class PillAdmin(PointsToLocalMemory):
     list_display = ("title", "short_id", "compound", "prescription", "state", "author_name", "created_at", "views")
     list_filter = (DiscardedFilter, "compound", "created_at")
     search_fields = ("id", "title", "content", "compound", "author_name", "author_email")

@@ -33,7 +33,16 @@ class InstantField(serializers.Field[datetime, Any, str, Any]):
 
 
 class DirectoryField(serializers.CharField):
-    """A server path, shown only to viewers who may see the server's file system (``hide_paths`` context)."""
+    """A server path, shown only to viewers who may see the server's file system (``hide_paths`` context); null
+    for a global bottle, which belongs to no project."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_null=True, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        scope = instance.get("scope") if isinstance(instance, Mapping) else getattr(
+            getattr(instance, "registration", instance), "scope", None)
+        return None if scope == Bottle.SCOPE_GLOBAL else super().get_attribute(instance)
 
     def to_representation(self, value: Any) -> str:
         return shown_directory(str(value), hide_paths=bool(self.context.get("hide_paths")))
@@ -43,7 +52,8 @@ class BottleSerializer(serializers.Serializer[Bottle | Mapping[str, Any]]):
     id = ShortIdField()
     name = serializers.CharField(help_text="A slug, unique among your bottles.")
     display_name = serializers.CharField()
-    directory = DirectoryField(help_text="Where a local bottle's project lives (staff and local users only).")
+    directory = DirectoryField(help_text="Where a local bottle's project lives (staff and local users only); null "
+                                         "for a global bottle.")
     scope = serializers.ChoiceField(choices=[Bottle.SCOPE_LOCAL, Bottle.SCOPE_GLOBAL])
     created_at = InstantField()
 

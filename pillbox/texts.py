@@ -63,14 +63,21 @@ def error(exc: PillboxError, *, hide_paths: bool = False) -> str:
     return lines([("error", exc.code), ("message", message), *fields.items()])
 
 
-def shown_directory(directory: str, *, hide_paths: bool) -> str:
+# A global bottle belongs to no project: the data directory it is kept in is not its directory.
+NO_DIRECTORY = "(none: a global bottle)"
+
+
+def shown_directory(directory: str, *, hide_paths: bool, scope: str = "local") -> str:
+    if scope == "global":
+        return NO_DIRECTORY
     return HIDDEN_PATH if hide_paths else directory
 
 
 def bottle_created(bottle: Bottle, *, hide_paths: bool = False) -> str:
     return lines([
         ("id", short(bottle.id)), ("name", bottle.name), ("display_name", bottle.display_name),
-        ("directory", shown_directory(bottle.directory, hide_paths=hide_paths)), ("scope", bottle.scope),
+        ("directory", shown_directory(bottle.directory, hide_paths=hide_paths, scope=bottle.scope)),
+        ("scope", bottle.scope),
     ])
 
 
@@ -100,9 +107,10 @@ def bottle_list(bottles: list[ListedBottle], here: Path | None = None, *, hide_p
         tail = "" if item.linked else " [unlinked]"
         if here is not None and entry.db_path and Path(entry.db_path) == here:
             tail += f"  {HERE}"
+        # The name is what bottle_id takes besides the id (the display name is refused).
         blocks.append(
             f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n"
-            f"  {shown_directory(entry.directory, hide_paths=hide_paths)}"
+            f"  name: {entry.name} · {shown_directory(entry.directory, hide_paths=hide_paths, scope=entry.scope)}"
         )
     return "\n\n".join(blocks)
 

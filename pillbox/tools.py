@@ -349,9 +349,10 @@ def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
     return texts.bottle_context(context)
 
 
-@tool("bottle_list", "List your bottles with scope, id and directory. ● the database is there; ○ [unlinked] its "
-      "file no longer exists; '← this directory' marks the bottle of the directory you work in (found upwards, "
-      "as git finds .git).", {}, read_only=True)
+@tool("bottle_list", "List your bottles with scope, id, name (bottle_id takes the id or the name) and directory "
+      "(a global bottle has none). ● the database is there; ○ [unlinked] its file no longer exists; '← this "
+      "directory' marks the bottle of the directory you work in (found upwards, as git finds .git).", {},
+      read_only=True)
 def bottle_list(reach: Reach) -> str:
     return texts.bottle_list(selectors.bottle_list(reach=reach), here=reach.current_path, hide_paths=reach.hide_paths)
 

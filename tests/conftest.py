@@ -8,6 +8,9 @@ from django.core.cache import cache
 from accounts.services import account_for, apikey_create, user_get_or_create
 from pillbox import original
 from pillbox.databases import forget_local_aliases
+from tests import outside
+
+outside.install()
 
 
 @dataclass
@@ -36,6 +39,22 @@ def bob(transactional_db) -> Person:
 @pytest.fixture
 def operator(transactional_db) -> Person:
     return make_person("operator", staff=True)
+
+
+@pytest.fixture(autouse=True)
+def _only_the_repository():
+    """A test fails when it (or the code it runs) read beside the repository: see tests/outside.py. What was read
+    before it (collecting, a wider fixture) is reported by the first test."""
+
+    def check() -> None:
+        if outside.read_outside:
+            seen, outside.read_outside[:] = list(outside.read_outside), []
+            pytest.fail("read outside the repository (tests must stand alone in a fresh clone; build what they need "
+                        "in the repository):\n  " + "\n  ".join(dict.fromkeys(seen)), pytrace=False)
+
+    check()
+    yield
+    check()
 
 
 @pytest.fixture(autouse=True)

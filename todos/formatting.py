@@ -125,10 +125,14 @@ def compact_line(todo: Todo, *, now: datetime, depth: int = 0) -> str:
 def format_compact(todos: Sequence[Todo], *, now: datetime, nest: bool = True) -> str:
     """One line per todo, sub-tasks indented two spaces under their parent; ``No todos.`` when empty.
 
-    ``nest=False`` keeps the answer's order line for line, for answers whose order is the point (next_todos).
+    ``nest=False`` keeps the answer's order line for line, for answers whose order is the point (next_todos, a
+    search's ranking): a sub-task whose parent is in the answer names it at the end of its line instead.
     """
     if not nest:
-        return "\n".join(compact_line(todo, now=now) for todo in todos) or NO_TODOS
+        parent = parents({todo.key: todo.links for todo in todos})
+        names = {todo.key: todo.name for todo in todos}
+        return "\n".join(compact_line(todo, now=now) + (f" (in: {names[parent[todo.key]]})" if todo.key in parent
+                                                         else "") for todo in todos) or NO_TODOS
     lines: list[str] = []
 
     def walk(todo: Todo, children: list[_Tree], depth: int) -> None:

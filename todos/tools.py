@@ -401,11 +401,14 @@ def todo_reply(caller: Caller, todo: Any) -> ToolReply:
     return ToolReply(to_json(data), structured=data)
 
 
-def todos_reply(caller: Caller, todos: list[Any], view: str = "json", *, nest: bool = True) -> ToolReply:
+def todos_reply(caller: Caller, todos: list[Any], view: str = "json", *, nest: bool = True,
+                ranked: bool = False) -> ToolReply:
     """The seed's JSON array, or the view asked for. Structured content always carries the todos as JSON (nested
-    for ``tree``), for programs; the compact text is for the model to read."""
+    for ``tree``), for programs; the compact text is for the model to read. ``nest=False``: compact keeps the
+    answer's order; ``ranked``: a search's ranking, which no view regroups under parents (not even tree)."""
     uid = _uid(caller)
-    if view == "tree":
+    nest = nest and not ranked
+    if view == "tree" and not ranked:
         tree = format_tree(todos, uid=uid)
         return ToolReply(to_json(tree), structured={"todos": tree})
     data = format_todos(todos, uid=uid)
@@ -558,7 +561,8 @@ def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
         limit=values["limit"],
         filters=filters,
     )
-    return todos_reply(caller, todos, values["view"])
+    # Ranked: the best match first in every view (a sub-task is not moved under its parent).
+    return todos_reply(caller, todos, values["view"], ranked=True)
 
 
 @domain_errors
@@ -698,7 +702,8 @@ TOOLS: tuple[Tool, ...] = (
         description="Fuzzy search over the names and descriptions of the user's todos (typos, partial words "
         "and any word order are fine; names count more than descriptions). Returns a JSON array, best match "
         "first, or [] when nothing resembles the query. Deleted todos are never searched; completed ones only "
-        f"with includeCompleted. {FILTER_HELP}",
+        f"with includeCompleted. {FILTER_HELP} Every view keeps the ranking: a sub-task is not moved under its "
+        "parent (compact names the parent at the end of its line: (in: Parent name)).",
         input_schema=SEARCH_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=search_todos,
@@ -712,7 +717,7 @@ TOOLS: tuple[Tool, ...] = (
         "blockedBy todo completed), overdue ones first, then by priority (high to low), soonest deadline (none "
         f"last) and age (oldest first). At most limit (10) todos. Todos someone else has claimed are left out "
         f"(includeClaimed to see them); yours stay. {FILTER_HELP} The compact view keeps that order, one line "
-        f"per todo, without indenting sub-tasks. {CLAIMS_HELP}",
+        f"per todo, without indenting sub-tasks (a sub-task names its parent at the end). {CLAIMS_HELP}",
         input_schema=NEXT_INPUT,
         output_schema=TODO_LIST_SCHEMA,
         handler=next_todos,

@@ -1,6 +1,7 @@
 """What a person sees who opens an MCP endpoint in a browser: what it is and how to connect an agent to it.
 
-Protocol clients never ask for HTML, so they keep getting the bare 405 with ``Allow: POST`` they expect.
+The page is a 200: a browser that opened it got what it asked for (a 405 would be logged in its console as an
+error). Protocol clients never ask for HTML, so they keep getting the bare 405 with ``Allow: POST`` they expect.
 """
 
 from __future__ import annotations
@@ -24,6 +25,4 @@ def endpoint_page(request: HttpRequest) -> HttpResponse:
     path = "/pillbox/mcp" if request.path.rstrip("/").endswith("pillbox/mcp") else "/mcp"
     title, name, what = SERVERS[path]
     context = {"title": title, "name": name, "what": what, "url": settings.SITE_URL + path}
-    response = render(request, "webui/mcp_endpoint.html", context, status=405)
-    response["Allow"] = "POST"
-    return response
+    return render(request, "webui/mcp_endpoint.html", context)

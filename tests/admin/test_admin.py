@@ -128,3 +128,20 @@ def test_admin_refuses_people_who_are_not_staff(alice, world):
     for model in MODELS:
         response = client.get(_url(model, "changelist"))
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_memory_lists_say_where_local_memory_lives_and_link_to_it(staff, operator, alice, world, settings):
+    """The admin reads the global database; a curator whose memory is in a project's own file is told so on each
+    memory list, with the count of local bottles and a link to the memory browser that reaches them."""
+    for number, owner in enumerate((operator.user, operator.user, alice.user)):
+        Registration.objects.create(user=owner, bottle_id=f"{number:032x}", name=f"project-{number}",
+                                    display_name=f"Project {number}", scope=Bottle.SCOPE_LOCAL,
+                                    db_path=f"/code/project-{number}/.pillbox/pillbox.db",
+                                    directory=f"/code/project-{number}")
+    for model in (Bottle, Prescription, Pill):
+        page = staff.get(_url(model, "changelist")).content.decode()
+        assert "This list holds the global database only. Local bottles (3 registered, 2 of them yours)" in page
+        assert f'<a href="{reverse("memory-bottles")}">memory browser</a>' in page
+    # A global bottle belongs to no project: the data directory it is kept in is not shown as its directory.
+    bottles = staff.get(_url(Bottle, "changelist")).content.decode()
+    assert "(none: a global bottle)" in bottles and str(settings.PILLBOX_HOME) not in bottles

@@ -23,7 +23,7 @@ def test_bottles_list_and_detail(alice_api, memory: Memory):
                 "name": "shop",
                 "display_name": "Shop",
                 "scope": "global",
-                "directory": "(on the server)",  # never a server path to a remote non-staff user
+                "directory": None,  # a global bottle belongs to no project (and no server path is ever shown)
                 "linked": True,
                 "prescriptions": 2,
                 "pills": 2,
@@ -31,13 +31,13 @@ def test_bottles_list_and_detail(alice_api, memory: Memory):
         ],
     }
     detail = alice_api.get(f"/api/pillbox/bottles/{short(memory.bottle)}/").data
-    assert detail["name"] == "shop" and detail["prescriptions"] == 2
+    assert detail["name"] == "shop" and detail["prescriptions"] == 2 and detail["directory"] is None
     assert sum(day["pills"] for day in detail["pills_per_day"]) == 2
 
 
 def test_bottle_create_global_and_local_refused_to_remote_callers(alice_api, transactional_db):
     created = alice_api.post("/api/pillbox/bottles/", {"name": "blog", "display_name": "Blog", "scope": "global"})
-    assert created.status == 201 and created.data["scope"] == "global"
+    assert created.status == 201 and created.data["scope"] == "global" and created.data["directory"] is None
     local = alice_api.post("/api/pillbox/bottles/", {"name": "site", "display_name": "Site"})
     assert local.status == 400 and local.error == "validation_error" and 'scope: "global"' in local.data["message"]
     taken = alice_api.post("/api/pillbox/bottles/", {"name": "blog", "display_name": "Again", "scope": "global"})

@@ -5,6 +5,7 @@ and the next steps are printed."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from io import StringIO
@@ -25,6 +26,8 @@ def site_guard(settings, tmp_path, monkeypatch):
     for name in ("SITE_URL", "CSRF_TRUSTED_ORIGINS", "ALLOWED_HOSTS", "OAUTH2_PROVIDER"):
         setattr(settings, name, getattr(settings, name))
     settings.SITE_URL_FILE = tmp_path / "site_url"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # up's record for connect is the person's own state
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.delenv("SITE_URL", raising=False)
     monkeypatch.setenv("PILLBOX_USER", "operator-person")
     yield settings
@@ -55,16 +58,68 @@ def test_the_listening_address_is_the_site_address(site_guard):
     assert Client().get("/.well-known/oauth-authorization-server").json()["issuer"] == "http://127.0.0.1:8101"
 
     # The next steps: where to sign in, the one command per server for Claude Code, where the docs are.
-    assert "Sign in at http://127.0.0.1:8101/accounts/login/ as operator-person" in printed
-    for server in ("pillbox", "todos"):
-        assert f"claude mcp add {server} -- {sys.executable} {ROOT / 'manage.py'} mcp {server}" in printed
-    assert "connect claude-code --write" in printed
+    assert "Sign in at http://127.0.0.1:8101/accounts/login/ as operator-person (the password above;" in printed
     assert f"{ROOT / 'docs' / 'README.md'}" in printed and "http://127.0.0.1:8101/api/docs/" in printed
     assert (ROOT / "docs" / "README.md").is_file()
 
-    # A second run (the password was shown once) still prints the next steps; a bare port works too.
+    # A second run (the password was shown once) still prints the next steps, and no "password above"; a bare
+    # port works too.
     again = up("8102")
     assert "password:" not in again and "Next steps:" in again and "on http://127.0.0.1:8102 " in again
+    assert "the password above" not in again and "(your password; forgot it?" in again
+
+
+@pytest.mark.django_db
+def test_the_next_steps_tell_the_story_connect_and_the_readme_tell(site_guard, tmp_path):
+    """One story: `connect claude-code --write --hooks`, whose `claude mcp add` lines (local scope, this site's
+    data directory) are the ones `connect claude-code` itself prints, and the README's command."""
+    printed = up("127.0.0.1:8101")
+    assert f"{sys.executable} {ROOT / 'manage.py'} connect claude-code --write --hooks\n" in printed
+    out = StringIO()
+    (tmp_path / "proj").mkdir()
+    call_command("connect", "claude-code", "--project", str(tmp_path / "proj"), stdout=out, stderr=StringIO())
+    commands = out.getvalue().split("# or run:\n")[1].splitlines()
+    assert commands and all(command.startswith("claude mcp add --scope local --env PILLBOX_HOME=")
+                            for command in commands)
+    for command in commands:
+        assert f"       {command}\n" in printed
+    readme = (ROOT / "README.md").read_text()
+    assert "manage.py connect claude-code --write --hooks" in readme
+
+
+@pytest.mark.django_db
+def test_with_a_database_url_the_banner_names_the_database(site_guard, monkeypatch, settings):
+    monkeypatch.setenv("DATABASE_URL", "postgres://db.internal/pillbox")
+    first = up("127.0.0.1:8101").splitlines()[0]
+    assert f"data in {settings.PILLBOX_HOME})" not in first and " database " in first
+
+
+def test_a_busy_port_stops_up_before_any_banner(tmp_path):
+    """Nothing is printed (or written) when the port is taken: one error line, a non-zero exit."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PILLBOX_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PILLBOX_USER": "x"}
+        env.pop("SITE_URL", None)
+        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "up", f"127.0.0.1:{port}"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"CommandError: Port {port} on 127.0.0.1 is already in use "
+                                                "(another `up`?): stop that server, or give another port, e.g. "
+                                                "`manage.py up 127.0.0.1:8101`."]
+    assert not (tmp_path / "home" / "site_url").exists()
+
+
+def test_the_hook_with_a_missing_home_creates_nothing(tmp_path):
+    """A mistyped PILLBOX_HOME in the hook: one line, exit 0, and no directory or database anywhere."""
+    env = {**os.environ, "PILLBOX_HOME": str(tmp_path / "typo" / "home"), "HOME": str(tmp_path / "h")}
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "recall"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.splitlines() == [f"Pillbox: no data directory at {tmp_path / 'typo' / 'home'} (is "
+                                        "PILLBOX_HOME right?); nothing to recall, nothing created."]
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
 @pytest.mark.django_db

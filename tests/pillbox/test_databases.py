@@ -73,7 +73,7 @@ def test_the_global_database_is_never_taken_for_a_local_one(tmp_path):
 
     created = run(scenario())
     assert "scope: global" in created
-    assert f"directory: {home / '.pillbox'}" in created
+    assert "directory: (none: a global bottle)" in created  # kept in the data directory, of no project
 
 
 def test_a_database_written_by_a_newer_schema_is_refused(tmp_path):

@@ -1,14 +1,13 @@
 """Coming from the original Pillbox: a home and projects it wrote appear whole, the first time they are met.
 
-The fixture builder writes databases exactly as the original leaves them on disk; the tests play the person who
-ran it (HOME pointed at its home) through the SDK's own client over stdio and HTTP, and prove the original's
+The fixture builder (original_files.py) writes databases as the original leaves them on disk; the tests play the
+person who ran it (HOME pointed at its home) through the SDK's own client over stdio and HTTP, and prove the original's
 own tables are byte-for-byte unchanged afterwards.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import sqlite3
@@ -28,6 +27,7 @@ from django.urls import reverse
 
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 from tests.clients import ROOT, http_client, run, stdio_client, text_of
+from tests.pillbox.original_files import write_original
 from tests.pillbox.scenario import (
     fresh_home,
     http_session,
@@ -35,21 +35,16 @@ from tests.pillbox.scenario import (
     site_fixture,  # noqa: F401 (a fixture)
 )
 
-BUILDER = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "original-pillbox" / "make_original.py"
 ORIGINAL_OBJECTS = re.compile(r"(bottles|prescriptions|pills|capsules|registered_bottles|schema_migrations)"
                               r"(_fts.*)?$|idx_.*|(pills|capsules)_a[iud]$")
 NOTICE = "imported from the original Pillbox: "
-
-pytestmark = pytest.mark.skipif(not BUILDER.is_file(), reason=f"the fixture builder {BUILDER} is missing")
 
 
 # ---------------------------------------------------------------- the fixture and what it wrote
 
 
 def build(dest: Path, *, seed: int, pills: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, str(BUILDER), str(dest), "--seed", str(seed), "--pills", str(pills)],
-                         check=True, capture_output=True, text=True).stdout
-    summary = json.loads(out.strip().splitlines()[-1])
+    summary = write_original(dest, seed=seed, pills=pills)
     summary["dest"] = dest.resolve()
     return summary
 
@@ -259,7 +254,7 @@ def test_a_new_user_over_stdio_finds_the_original_memory_whole(tmp_path, seed, p
             # Relinked where it now is, and the bottle of the directory the agent works in.
             blog = f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}  ← this directory"
             assert bottle_lines(first)["Blog"] == blog
-            assert f"  {project['blog']}" in first
+            assert f"  name: blog · {project['blog']}" in first
             await check_what_an_agent_sees(client, summary, ["blog"])
 
     async def again() -> None:

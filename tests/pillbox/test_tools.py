@@ -132,12 +132,17 @@ async def tour_bottles(call: Call, place: Place) -> tuple[str, str]:
 
     made = await call("bottle_create", name="shared-notes", display_name="Shared Notes", scope="global")
     shared = short_id(made.fields["id"])
+    # A global bottle belongs to no project: the data directory it is kept in is not shown as its directory.
     assert made.ok == (f"id: {shared}\nname: shared-notes\ndisplay_name: Shared Notes\n"
-                       f"directory: {place.data_dir}\nscope: global")
+                       "directory: (none: a global bottle)\nscope: global")
 
-    assert (await call("bottle_list")).ok == (f"Bottles (2)\n\n● My Project [local] {local}  ← this directory\n"
-                                            f"  {place.project}\n\n"
-                                            f"● Shared Notes [global] {shared}\n  {place.data_dir}")
+    # Each bottle's name, which bottle_id takes (its display name is refused).
+    listing = (await call("bottle_list")).ok
+    assert listing == (f"Bottles (2)\n\n● My Project [local] {local}  ← this directory\n"
+                       f"  name: my-project · {place.project}\n\n"
+                       f"● Shared Notes [global] {shared}\n  name: shared-notes · (none: a global bottle)")
+    assert (await call("bottle_context", bottle_id="shared-notes")).ok == "No prescriptions found."
+    assert (await call("bottle_context", bottle_id="Shared Notes")).code == "not_found"
     return local, shared
 
 
@@ -517,8 +522,9 @@ async def tour_vinculate(call: Call, place: Place, local: str) -> None:
 async def tour_unlinked(call: Call, place: Place, local: str, shared: str) -> None:
     shutil.rmtree(place.project / ".pillbox")
     listing = (await call("bottle_list")).ok
-    assert listing == (f"Bottles (2)\n\n○ My Project [local] {local} [unlinked]\n  {place.project}\n\n"
-                       f"● Shared Notes [global] {shared}\n  {place.data_dir}")
+    assert listing == (f"Bottles (2)\n\n○ My Project [local] {local} [unlinked]\n  name: my-project · "
+                       f"{place.project}\n\n● Shared Notes [global] {shared}\n  name: shared-notes · (none: a "
+                       "global bottle)")
 
 
 # ---------------------------------------------------------------- HTTP: who may touch the file system
@@ -563,8 +569,10 @@ def test_bottle_create_over_http_refuses_local_bottles_to_non_staff(site, alice,
             assert link.code == "validation_error" and 'scope: "global"' in link.message
             assert (await call("bottle_vinculate")).code == "validation_error"
             made = await call("bottle_create", name="mine", display_name="Mine", scope="global")
-            # A remote non-staff agent is never told where the server keeps its data.
-            assert made.fields["scope"] == "global" and made.fields["directory"] == "(on the server)"
+            # A remote non-staff agent is never told where the server keeps its data (a global bottle has no
+            # directory to show anyone).
+            assert made.fields["scope"] == "global" and made.fields["directory"] == "(none: a global bottle)"
+            assert str(settings.PILLBOX_HOME) not in made.ok
             rx = await open_prescription(call, made.fields["id"])
             pill = await store(call, rx, "Remote pill", "Stored by a remote agent.")
             assert fields((await call("pill_read", id=pill)).ok)["title"] == "Remote pill"
@@ -699,7 +707,7 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
             bottle = await new_bottle(alice, "shared", scope="local")
             rx = await open_prescription(alice, bottle, "Alice's work")
             pill = await store(alice, rx, "Build with make", "Run make all before pushing.", "workflow")
-            listed = f"Bottles (1)\n\n● Shared [local] {bottle}\n  {project}"
+            listed = f"Bottles (1)\n\n● Shared [local] {bottle}\n  name: shared · {project}"
 
             # bob works below the project: the database is found walking up, like git, and registered for him.
             # ... and marked as the bottle of his directory, though he is in a sub-folder.
@@ -730,7 +738,7 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
 
             shutil.rmtree(project / ".pillbox")
             assert (await erin("bottle_list")).ok == \
-                f"Bottles (1)\n\n○ Shared [local] {bottle} [unlinked]\n  {project}"
+                f"Bottles (1)\n\n○ Shared [local] {bottle} [unlinked]\n  name: shared · {project}"
             assert (await erin("pill_search", query="make")).ok == "No pills found."
 
     run(scenario())

@@ -158,15 +158,16 @@ def test_global_bottles_show_no_server_path_to_remote_non_staff(alice, operator)
     from django.conf import settings
 
     home = str(settings.PILLBOX_HOME)
-    assert _field(made.text, "directory") == "(on the server)"
-    assert listed.text.endswith("\n  (on the server)")
-    assert api.status_code == 200 and api.json()["results"][0]["directory"] == "(on the server)"
+    # A global bottle belongs to no project: the data directory it is kept in is shown to no one as its directory.
+    assert _field(made.text, "directory") == "(none: a global bottle)"
+    assert listed.text.endswith("\n  name: g · (none: a global bottle)")
+    assert api.status_code == 200 and api.json()["results"][0]["directory"] is None
     assert page.status_code == 200
     for text in (made.text, listed.text, api.content.decode(), page.content.decode()):
         assert home not in text
     staff = call_tool(client, "pillbox", operator.key, "bottle_create", {"name": "s", "display_name": "S",
                                                                           "scope": "global"})
-    assert _field(staff.text, "directory") == home  # operators run the server: they see where it keeps things
+    assert _field(staff.text, "directory") == "(none: a global bottle)"
 
 
 # ---------------------------------------------------------------- private files

@@ -278,14 +278,33 @@ async def scenario_views(client: Client) -> None:
     assert [child["id"] for child in walls["subtasks"]] == ["vw-paint"] and "subtasks" not in walls["subtasks"][0]
     assert walls["subtasks"][0]["tags"] == ["diy"] and root["subtasks"][1]["blockedBy"] == ["vw-walls"]
     assert tree.structured == {"todos": tree.data}
-    # A search lists its hits in rank order; a sub-task follows its parent only when both were found.
+    # A search lists its hits in rank order in every view; a sub-task names its parent when both were found.
     found = await ok(client, "search_todos", query="walls", under="vw-root", view="compact")
-    assert [line.split(" · ")[0] for line in found.text.splitlines()] == ["vw-walls", "  vw-paint"]
+    ranked = await ids(client, "search_todos", query="walls", under="vw-root")
+    assert [line.split(" · ")[0] for line in found.text.splitlines()] == ranked == ["vw-paint", "vw-walls"]
+    assert found.text.splitlines()[0].endswith("#diy (in: Drywall)")
     deleted = await ok(client, "delete_todo", id="vw-light")
     assert deleted.data["blockedBy"] == ["vw-walls"]
     shown = await ok(client, "list_todos", under="vw-root", includeDeleted=True, view="compact")
     assert shown.text.splitlines()[-1] == "  vw-light · low · - · Lighting [deleted]"
     assert (await ok(client, "list_todos", under="vw-done", view="compact")).text == "No todos."
+
+
+async def scenario_ranked_views(client: Client) -> None:
+    """The best match stays first in compact and tree: a sub-task found before its parent is not moved under it."""
+    await put(client, "rk-root", "Ship version two", "Tag it, then announce the notes")
+    await put(client, "rk-notes", "Write the release notes", "What changed since one", links=["rk-root"])
+    await put(client, "rk-other", "Release checklist", "Notes for next time")
+    ranked = await ids(client, "search_todos", query="relase notes", under="rk-root")
+    assert ranked[0] == "rk-notes" and "rk-root" in ranked  # the sub-task ranks before its parent
+    compact = (await ok(client, "search_todos", query="relase notes", under="rk-root", view="compact")).text
+    assert [line.split(" · ")[0] for line in compact.splitlines()] == ranked
+    assert compact.splitlines()[0].endswith("Write the release notes (in: Ship version two)")
+    tree = await ok(client, "search_todos", query="relase notes", under="rk-root", view="tree")
+    assert [todo["id"] for todo in tree.data] == ranked and not any("subtasks" in todo for todo in tree.data)
+    everywhere = await ok(client, "search_todos", query="relase notes", view="compact")
+    assert [line.split(" · ")[0] for line in everywhere.text.splitlines()] == \
+        await ids(client, "search_todos", query="relase notes")
 
 
 async def scenario_next_default_limit(client: Client) -> None:
@@ -401,15 +420,14 @@ async def scenario_tree_on_search_and_next(client: Client) -> None:
     await put(client, "tr-trim", "Paint the trim", links=["tr-walls", "tr-house"], tags=["detail"])
     await put(client, "tr-shop", "Buy brushes", links=["tr-house"])
     await put(client, "tr-dry", "Let it dry", links=["tr-house"], priority="high", blockedBy=["tr-walls"])
-    # search_todos: the hits in rank order, a hit nested under its parent when the parent is a hit too.
+    # search_todos: the hits in rank order, in the tree view too (a ranking is not regrouped under parents;
+    # each hit's links still name its parent).
     flat = await ok(client, "search_todos", query="paint", under="tr-house")
     tree = await ok(client, "search_todos", query="paint", under="tr-house", view="tree")
     assert {todo["id"] for todo in flat.data} == {"tr-house", "tr-walls", "tr-trim"}
-    assert sorted(_tree_edges(tree.data), key=str) == sorted(
-        [(None, "tr-house"), ("tr-house", "tr-walls"), ("tr-walls", "tr-trim")], key=str
-    )
-    trim = tree.data[0]["subtasks"][0]["subtasks"][0]
-    assert trim == {todo["id"]: todo for todo in flat.data}["tr-trim"] and trim["tags"] == ["detail"]
+    assert tree.data == flat.data and _tree_edges(tree.data) == [(None, todo["id"]) for todo in flat.data]
+    trim = {todo["id"]: todo for todo in tree.data}["tr-trim"]
+    assert trim["links"] == ["tr-walls", "tr-house"] and trim["tags"] == ["detail"]
     # Only the sub-task was found: it is a root of the answer (its parent is not in it), with no subtasks key.
     alone = await ok(client, "search_todos", query="trim", under="tr-house", view="tree")
     assert [todo["id"] for todo in alone.data] == ["tr-trim"] and list(alone.data[0]) == [*TODO_KEYS, "tags"]

@@ -73,6 +73,7 @@ def test_todos_http_planning(site, alice):
             await planning.scenario_filters(client)
             await planning.scenario_next(client)
             await planning.scenario_views(client)
+            await planning.scenario_ranked_views(client)
             await planning.scenario_next_default_limit(client)
             await planning.scenario_next_filters(client)
             await planning.scenario_search_priority(client)

@@ -94,6 +94,7 @@ def test_todos_stdio_planning(tmp_path):
             await planning.scenario_filters(client)
             await planning.scenario_next(client)
             await planning.scenario_views(client)
+            await planning.scenario_ranked_views(client)
             await planning.scenario_next_default_limit(client)
             await planning.scenario_next_filters(client)
             await planning.scenario_search_priority(client)

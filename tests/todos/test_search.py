@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import random
 import re
 import unicodedata
-from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from todos.search import Doc, TodoIndex, _fields_tokens, tokenize
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "data" / "todos_oauth_toolkit_s1.json"
 
 DOCS = [
     Doc("t1", "Renew passport", "Book an appointment at the town hall before the summer."),
@@ -124,24 +120,60 @@ def _mrr_at_10(ranks: list[int | None]) -> float:
     return sum(1 / r for r in ranks if r is not None and r <= 10) / len(ranks)
 
 
-def test_quality_on_shared_dataset() -> None:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"shared benchmark data not found at {SHARED_DATA}")
-    data: dict[str, Any] = json.loads(SHARED_DATA.read_text(encoding="utf-8"))
-    items = [t for t in data["items"] if not t.get("deletedAt")]
-    indexes = {
-        True: TodoIndex.build(Doc(t["id"], t["name"], t["description"] or "") for t in items),
-        False: TodoIndex.build(Doc(t["id"], t["name"], t["description"] or "") for t in items if not t["completed"]),
-    }
+# A corpus of its own (the measured quality on real commit subjects is bench/todos_search.py's): subjects of a
+# verb and two to four things, bodies of shared filler plus one word of their own.
+VERBS = "add fix remove update rename document refactor test support drop allow handle migrate cache validate".split()
+THINGS = ("token refresh grant scope client secret redirect uri consent screen admin panel migration signal handler "
+          "middleware validator introspection endpoint revocation expiry pkce challenge device authorization "
+          "application model form template translation setting swagger schema jwt claim issuer audience logout "
+          "session cookie cors header pagination serializer throttle").split()
+FILLER = ("because users reported failures when the database was locked during upgrades so we retry later instead "
+          "and keep backwards compatibility with older clients while tests cover edge cases such as empty strings "
+          "unicode names expired entries duplicate requests and concurrent writes").split()
+
+
+def _corpus(size: int = 300) -> list[Doc]:
+    rng, docs, seen = random.Random(1), [], set()
+    while len(docs) < size:
+        subject = f"{rng.choice(VERBS).capitalize()} {' '.join(rng.sample(THINGS, rng.randint(2, 4)))}"
+        if subject not in seen:
+            seen.add(subject)
+            docs.append(Doc(f"t{len(docs)}", subject, " ".join(rng.sample(FILLER, 8)) + f" ref{len(docs)}x"))
+    return docs
+
+
+def _swap_two_letters(word: str, rng: random.Random) -> str:
+    at = rng.randint(1, len(word) - 3) if len(word) >= 5 else 0
+    return word[:at] + word[at + 1] + word[at] + word[at + 2:] if at else word
+
+
+def _queries(docs: list[Doc]) -> list[tuple[str, str, str]]:
+    """(kind, query, the todo it looks for): a subject's words, with a typo, reordered, a prefix, body-only."""
+    rng, asked = random.Random(2), []
+    for kind in "abcde":
+        for doc in rng.sample(docs, 40):
+            words, body = doc.name.split(), doc.description.split()
+            query = {"a": " ".join(words[:3]),
+                     "b": " ".join(_swap_two_letters(w, rng) if i == 1 else w for i, w in enumerate(words[:3])),
+                     "c": " ".join(reversed(words[1:4])),
+                     "d": f"{words[1][:4]} {words[2]}",
+                     "e": f"{body[-1]} {rng.choice(body[:-1])}"}[kind]
+            asked.append((kind, query, doc.key))
+    return asked
+
+
+def test_ranking_quality_on_a_corpus_of_its_own() -> None:
+    docs = _corpus()
+    index = TodoIndex.build(docs)
     ranks: dict[str, list[int | None]] = {}
-    for q in data["queries"]:
-        ranked = indexes[q["include_completed"] is not False].search(q["q"], 20)
-        rank = ranked.index(q["target"]) + 1 if q["target"] in ranked else None
+    for kind, query, target in _queries(docs):
+        ranked = index.search(query, 20)
+        rank = ranked.index(target) + 1 if target in ranked else None
         ranks.setdefault("all", []).append(rank)
-        ranks.setdefault(q["kind"], []).append(rank)
-    assert _mrr_at_10(ranks["all"]) >= 0.92
-    assert _mrr_at_10(ranks["e"]) >= 0.65
-    assert indexes[True].search("zqxjv wqpfz") == []
+        ranks.setdefault(kind, []).append(rank)
+    assert _mrr_at_10(ranks["all"]) >= 0.92, {kind: _mrr_at_10(found) for kind, found in ranks.items()}
+    assert all(_mrr_at_10(ranks[kind]) >= 0.8 for kind in "abcde"), {k: _mrr_at_10(v) for k, v in ranks.items()}
+    assert index.search("zqxjv wqpfz") == []
 
 
 # The rule the fast cut must follow, written the slow, obvious way: words are runs of letters and digits of the

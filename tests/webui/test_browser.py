@@ -333,12 +333,19 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
 
 @pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])
 def test_an_mcp_endpoint_opened_in_a_browser_says_what_it_is(page, live_server, path, server):
+    """The page is what the browser asked for: a 200, and nothing in the console (a 405 is logged as an error);
+    a protocol client's GET still gets the bare 405."""
+    logged: list[str] = []
+    page.on("console", lambda message: logged.append(f"{message.type}: {message.text}"))
     response = page.goto(path)
-    assert response.status == 405 and response.headers["allow"] == "POST"
+    assert response.status == 200
     assert page.locator("h1").inner_text() == f"The {server} MCP endpoint"
     text = page.locator("main").inner_text()
     assert f"{live_server.url}{path}" in text or path in text
-    assert "Authorization: Bearer <key>" in text and "manage.py connect claude-code --write" in text
+    assert "Authorization: Bearer <key>" in text and "manage.py connect claude-code --write --hooks" in text
+    assert [line for line in logged if line.startswith("error")] == []
+    protocol = page.request.get(path, headers={"Accept": "text/event-stream"})
+    assert protocol.status == 405 and protocol.headers["allow"] == "POST"
 
 
 def test_every_page_has_the_favicon(page, live_server):

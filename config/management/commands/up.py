@@ -10,10 +10,12 @@ also written to PILLBOX_HOME/site_url so the stdio servers' links point at the s
 
 from __future__ import annotations
 
+import errno
 import getpass
 import os
 import re
 import secrets
+import socket
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,6 +23,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+
+from config.connect import claude_code_commands, default_home, stdio_servers, write_site_record
 
 DEFAULT_ADDRPORT = "127.0.0.1:8000"
 # What runserver accepts: "PORT", "ADDR:PORT", "[IPv6]:PORT".
@@ -71,6 +76,8 @@ class Command(BaseCommand):
         from pillbox import original
 
         listening = listening_url(addrport)
+        if not no_serve:
+            refuse_busy_port(addrport)  # before anything is printed or written
         notes = []
         if os.environ.get("SITE_URL"):
             if not _same_place(settings.SITE_URL, listening):
@@ -89,14 +96,17 @@ class Command(BaseCommand):
         username = os.environ.get("PILLBOX_USER") or getpass.getuser()
         user = user_get_or_create(username=username, staff=True)
         site = settings.SITE_URL
-        lines = [f"Pillbox & Todos on {site} (data in {settings.PILLBOX_HOME})", *notes, f"user: {username}"]
+        lines = [f"Pillbox & Todos on {site} ({data_place()})", *notes, f"user: {username}"]
         # The stdio servers may have made this user first, as a plain user: the person at the machine runs it.
         user.is_staff = user.is_superuser = True
-        if not user.has_usable_password():
+        shown = not user.has_usable_password()
+        if shown:
             password = secrets.token_urlsafe(12)
             user.set_password(password)
             lines.append(f"password: {password}   (shown once; change it with manage.py changepassword {username})")
         user.save()
+        # What `connect` reads to give the agent's servers the data directory this site serves.
+        write_site_record(Path.home(), home=str(settings.PILLBOX_HOME), url=site)
         # The person at the machine: the original Pillbox's memory in their home becomes theirs (once).
         with original.announcements() as news:
             original.import_home(user)
@@ -105,24 +115,58 @@ class Command(BaseCommand):
         if not ApiKey.objects.alive().filter(user=user).exists():
             _, key = apikey_create(user=user, name="first key")
             lines.append(f"key: {key}   (shown once; make more with manage.py createkey {username})")
-        lines += ["", *next_steps(site, username)]
+        lines += ["", *next_steps(site, username, password_shown=shown)]
         self.stdout.write("\n".join(lines))
         if not no_serve:
             call_command("runserver", addrport, use_reloader=False)
 
 
-def next_steps(site: str, username: str) -> list[str]:
+def refuse_busy_port(addrport: str) -> None:
+    """Exit before the banner when runserver could not listen: bind as it does (address reuse on, as
+    socketserver sets it), then let go."""
+    match = ADDRPORT.match(addrport)
+    assert match is not None  # listening_url refused the rest
+    addr, port = (match["addr"] or "127.0.0.1").strip("[]"), int(match["port"])
+    try:
+        family, kind, proto, _, place = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise CommandError(f"Cannot listen on {addrport}: {exc.strerror}.") from None
+    with socket.socket(family, kind, proto) as probe:
+        if os.name != "nt":
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(place)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandError(f"Port {port} on {addr} is already in use (another `up`?): stop that server, "
+                                   "or give another port, e.g. `manage.py up 127.0.0.1:8101`.") from None
+            raise CommandError(f"Cannot listen on {addrport}: {exc.strerror}.") from None
+
+
+def data_place() -> str:
+    """Where this site's records are, in a few words for the banner."""
+    if not os.environ.get("DATABASE_URL"):
+        return f"data in {settings.PILLBOX_HOME}"
+    database = settings.DATABASES["default"]
+    where = f" on {database['HOST']}" if database.get("HOST") else ""
+    return f"data in the {connection.vendor} database {database['NAME']}{where}; settings in {settings.PILLBOX_HOME}"
+
+
+def next_steps(site: str, username: str, *, password_shown: bool = True) -> list[str]:
     python, manage = sys.executable, str(Path(settings.BASE_DIR) / "manage.py")
+    home = str(settings.PILLBOX_HOME)
+    servers = stdio_servers(None, None if Path(home) == default_home(Path.home()) else home)
+    password = "the password above" if password_shown else "your password"
     return [
         "Next steps:",
-        f"  1. Sign in at {site}/accounts/login/ as {username} (the password above; forgot it? "
+        f"  1. Sign in at {site}/accounts/login/ as {username} ({password}; forgot it? "
         f"{python} {manage} changepassword {username}). Add people with: manage.py adduser NAME",
-        "  2. Connect Claude Code to both servers, from inside your project:",
-        f"       {python} {manage} connect claude-code --write",
-        "     which runs the equivalent of:",
-        f"       claude mcp add pillbox -- {python} {manage} mcp pillbox",
-        f"       claude mcp add todos -- {python} {manage} mcp todos",
-        f"     Other clients, HTTP and the memory hook: {python} {manage} connect --help",
+        "  2. Connect Claude Code to both servers, with the memory hook, from inside your project:",
+        f"       {python} {manage} connect claude-code --write --hooks",
+        "     which does, for you in that project only (nothing it writes is committed):",
+        *(f"       {command}" for command in claude_code_commands(servers, "local")),
+        "       and adds a SessionStart hook (manage.py recall) to .claude/settings.local.json",
+        "     A file for the whole team: add --scope project. Other clients and HTTP: connect --help",
         f"  3. Docs: {Path(settings.BASE_DIR) / 'docs' / 'README.md'} (tools, errors, connecting); "
         f"the REST API at {site}/api/docs/",
     ]

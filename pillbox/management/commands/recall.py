@@ -26,6 +26,16 @@ POPULAR = 100  # and the most read among the older ones
 CAPSULES = 100
 
 
+def missing_home() -> str:
+    """The one line to print when the data directory does not exist, else ''. A hook never creates one (a
+    mistyped PILLBOX_HOME would get a new, empty database): manage.py asks this before the settings, which make
+    the directory, are read."""
+    home = Path(os.environ.get("PILLBOX_HOME") or Path.home() / ".pillbox").expanduser()
+    if home.is_dir():
+        return ""
+    return f"Pillbox: no data directory at {home} (is PILLBOX_HOME right?); nothing to recall, nothing created."
+
+
 def fit(text: str, budget: int, more: str) -> str:
     """``text`` cut between records (else between lines) to at most ``budget`` characters, saying where the rest
     is; a record is never shown in part when a whole one fits."""

@@ -1,0 +1,33 @@
+"""`manage.py launcher`: put the `pillbox-todos` launcher (this checkout, this interpreter) in ~/.local/bin.
+
+A project's shared MCP configuration (`connect CLIENT --scope project`) runs the servers and the memory hook by
+that name, so each teammate runs this once from their own checkout; with PILLBOX_HOME set (or a site served by
+`up` from another data directory) the launcher carries it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from config import connect
+
+
+class Command(BaseCommand):
+    help = (f"Write ~/.local/bin/{connect.LAUNCHER}, which runs this checkout's manage.py: the command a project's "
+            "shared MCP configuration (connect --scope project) names.")
+
+    def handle(self, *args: object, **options: object) -> None:
+        home = Path.home()
+        data_home, note = connect.servers_home(home)
+        if note:
+            self.stderr.write(note)
+        try:
+            path, changed = connect.install_launcher(home, data_home)
+        except connect.ConnectError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{'Wrote' if changed else 'Already there:'} {path}")
+        if not connect.launcher_on_path(home):
+            self.stderr.write(f"warning: {path.parent} is not on your PATH (or another {connect.LAUNCHER} comes "
+                              "first): add it, or the clients will not find the servers.")
