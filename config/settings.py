@@ -268,6 +268,9 @@ MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") 
 MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
 # 2: half the threads of the production command (2 workers x 2 blocking threads) when counted in a shared cache.
 MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 2)
+# A search's time budget in milliseconds (pillbox/search.py): past it, the answer is what was found by then,
+# marked partial. 0 turns it off.
+SEARCH_TIME_BUDGET_MS = int(os.environ.get("SEARCH_TIME_BUDGET_MS") or 500)
 # Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
 PILLBOX_QUOTAS = {
     "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),

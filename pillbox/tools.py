@@ -12,9 +12,8 @@ from pillbox import original, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
+from pillbox.original import CONTENT_LIMIT
 from pillbox.search import Target, search
-
-CONTENT_LIMIT = 5000
 
 
 def _string(low: int, high: int, description: str) -> dict[str, Any]:
