@@ -75,7 +75,8 @@ class ImportFailed(IncompatibleDb):
 
 
 class Refused(ImportFailed):
-    """A file holding the original's tables in a shape the original never writes (see ``_judge_shape``)."""
+    """A file holding the original's tables in a shape the original never writes, or more than one may import
+    (``_judge_tables``, ``_judge_triggers``, ``_judge_size``)."""
 
 
 @dataclass(frozen=True)
@@ -253,12 +254,14 @@ def _recognise_openable(path: Path) -> Found | None:
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
             if not ORIGINAL_TABLES <= tables:
                 return None
-            _judge_shape(conn, path)
+            _judge_tables(conn, path)
             version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
             recorded = RECORD_TABLE in tables and bool(
                 conn.execute(f"SELECT 1 FROM {RECORD_TABLE} WHERE kind = ? LIMIT 1",
                              (OriginalImport.KIND_LOCAL,)).fetchone()
             )
+            if not recorded:  # once imported, the file holds our tables and their triggers
+                _judge_triggers(conn, path)
     except sqlite3.DatabaseError as exc:
         raise _unreadable(path, exc) from None
     kind = OriginalImport.KIND_GLOBAL if GLOBAL_TABLES <= tables else OriginalImport.KIND_LOCAL
@@ -382,14 +385,16 @@ def _text(value: object, limit: int, *, lines: bool = False) -> str:
     characters. The original allows NULL authors (unknown: stays empty) and longer texts than ours (cut)."""
     if value is None:
         return ""
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    # Bytes from _cut: a character its cut went through is dropped, as is anything that is not UTF-8.
+    text = value.decode("utf-8", "ignore") if isinstance(value, bytes) else str(value)
     text = CONTROL.sub("", ESCAPES.sub("", text if lines else text.replace("\n", " ").replace("\t", " ")))
     return text[:limit]
 
 
 def _cut(column: str, limit: int) -> str:
-    """A text column read no longer than it will be kept: a huge row never reaches Python whole."""
-    return f"substr({column}, 1, {limit})"
+    """A text column read no longer than it will be kept (a huge row never reaches Python whole), as bytes: SQLite's
+    text functions stop at a NUL, which would lose what follows it. Up to 4 bytes a character in UTF-8."""
+    return f"substr(CAST({column} AS BLOB), 1, {4 * limit})"
 
 
 def _refused(path: Path, what: str) -> Refused:
@@ -400,31 +405,35 @@ def _refused(path: Path, what: str) -> Refused:
     )
 
 
-def _judge_shape(conn: sqlite3.Connection, path: Path) -> None:
-    """Refused when the file holds the original's tables in a shape the original never writes, one that reading
-    or importing it could make cost without bound or run someone's code: a view or a virtual table in place of
-    one of its tables, a generated or hidden column (computed when read: ``printf('%.*c', 200000000, 'x')`` makes
-    200 MB of every row), a trigger it does not make (it would fire on our writes into the same file). Asked
-    before any of its rows is read."""
-    from pillbox.databases import global_db_file
-
-    # Our own global database may be this very file (PILLBOX_HOME = ~/.pillbox): our tables' triggers are ours.
-    ours = path.resolve() == global_db_file()
+def _judge_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refused when the tables read here (the original's, our record of an import) are not plain tables of plain
+    columns: a view or a virtual table in place of one, or a generated or hidden column, is computed when read
+    (``printf('%.*c', 200000000, 'x')`` makes 200 MB of every row). Asked before any of its rows is read."""
     read = READ_TABLES | {RECORD_TABLE}
     present = set()
-    for kind, name, table, sql in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"):
+    for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
         if name in read and kind == "view":
             raise _refused(path, f"its {name} is a view, not a table")
-        if name in read and kind == "table":
-            if (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
-                raise _refused(path, f"its {name} is a virtual table, not a table")
+        if name in read and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+            raise _refused(path, f"its {name} is a virtual table, not a table")
+        if name in read:
             present.add(name)
-        if kind == "trigger" and (name, table) not in ORIGINAL_TRIGGERS and (table in read or not ours):
-            raise _refused(path, f"it holds a trigger the original does not make ({name} on {table})")
     for table in sorted(present):
         for column in conn.execute(f'PRAGMA table_xinfo("{table}")'):
             if column[6]:  # hidden: 1 hidden, 2 generated (virtual), 3 generated (stored)
                 raise _refused(path, f"the column {column[1]} of its {table} table is generated or hidden")
+
+
+def _judge_triggers(conn: sqlite3.Connection, path: Path) -> None:
+    """Refused when a file about to be imported holds a trigger the original does not make: it would fire on our
+    writes into the same file (our schema, then the copied rows)."""
+    from pillbox.databases import global_db_file
+
+    # Our own global database may be this very file (PILLBOX_HOME = ~/.pillbox): our tables' triggers are ours.
+    ours = path.resolve() == global_db_file()
+    for name, table in conn.execute("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'"):
+        if (name, table) not in ORIGINAL_TRIGGERS and (table in READ_TABLES or not ours):
+            raise _refused(path, f"it holds a trigger the original does not make ({name} on {table})")
 
 
 def _judge_size(conn: sqlite3.Connection, found: Found) -> None:
@@ -486,6 +495,7 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
                             "FROM bottles ORDER BY id"):
         row_id, name, display_name, directory, scope, created_at, views = row
         # Everything in the original's global file is a global bottle, and lives in our global database.
+        scope = _text(scope, 16)
         scope = Bottle.SCOPE_GLOBAL if is_global else (scope if scope in {"local", "global"} else "local")
         snapshot.bottles.append(Bottle(
             id=_uuid("bottles", row_id), name=_text(name, NAME_LIMIT),

@@ -612,7 +612,7 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
     first, and when they fill the page they are the candidates: bm25 is then computed over them, not over
     every row matching any term (a few hundred against tens of thousands at a million pills). Otherwise the
     candidates are the best ``CANDIDATES`` rows by bm25 among all matches. Once the ``budget`` has run out, the
-    candidates not yet covered are left out (they are the ones bm25 ranks lowest).
+    candidates not yet covered are left out (they are the ones bm25 ranks lowest; the best is always kept).
     """
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
@@ -639,7 +639,7 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
         row = rows.get(seq)
         if row is None:  # cannot happen: the index holds live rows only
             continue
-        if budget is not None and budget.spent():
+        if out and budget is not None and budget.spent():
             break
         covered, expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
         closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
@@ -910,7 +910,7 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     passes: list[tuple[dict[str, list[str]], list[_Candidate], int, dict[int, tuple[Any, ...]]]] = []
     partly_widened = False
     for target, words in zip(targets, vocabularies, strict=True):
-        if budget.spent():
+        if passes and budget.spent():  # the first database is always searched: an answer has something
             passes.append(({}, [], 0, {}))
             continue
         expansions = _expansions(words, terms, fuzzy, known)
