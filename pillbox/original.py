@@ -440,7 +440,7 @@ def _judge_size(conn: sqlite3.Connection, found: Found) -> None:
     """Refused when the file holds more than one may import: more stored bytes than ``PILLBOX_IMPORT_MAX_BYTES``
     in the original's tables, or more rows of a kind than the user's quota of it."""
     present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} & READ_TABLES
-    limit = int(getattr(settings, "PILLBOX_IMPORT_MAX_BYTES", 256 << 20))
+    limit = settings.PILLBOX_IMPORT_MAX_BYTES
     if limit and (stored := _stored_bytes(conn, found, present)) > limit:
         raise _refused(found.path, f"its tables hold {stored:,} bytes, over the {limit:,} this Pillbox reads from one "
                               "file (PILLBOX_IMPORT_MAX_BYTES)")
