@@ -92,9 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         times = []
         for _ in range(a.repeat):
             t0 = time.perf_counter()
-            text = handler(caller, dict(arguments))
+            reply = handler(caller, dict(arguments))
             times.append((time.perf_counter() - t0) * 1000)
         p50[name] = statistics.median(times)
+        text = reply if isinstance(reply, str) else reply.text
         print(f"{name:15} p50 {p50[name]:9.1f} ms  ({text.splitlines()[0][:70]})", flush=True)
     backend = "PostgreSQL" if a.database_url else "SQLite"
     worst = max(p50["hostile strict"], p50["hostile fuzzy"])
