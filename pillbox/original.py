@@ -397,10 +397,13 @@ def _cut(column: str, limit: int) -> str:
     return f"substr(CAST({column} AS BLOB), 1, {4 * limit})"
 
 
-def _refused(path: Path, what: str) -> Refused:
+FOREIGN = "The original Pillbox never writes such a file; remove it or ask whoever made it"
+TOO_MUCH = f"Raise the limit named (or ask the operator to), {AGAIN}"
+
+
+def _refused(path: Path, what: str, remedy: str = FOREIGN) -> Refused:
     return Refused(
-        f"{path} cannot be imported safely: {what}. The original Pillbox never writes such a file; remove it or "
-        "ask whoever made it. Nothing was imported from it and it was not changed.",
+        f"{path} cannot be imported safely: {what}. {remedy}. Nothing was imported from it and it was not changed.",
         db_path=str(path),
     )
 
@@ -443,14 +446,14 @@ def _judge_size(conn: sqlite3.Connection, found: Found) -> None:
     limit = settings.PILLBOX_IMPORT_MAX_BYTES
     if limit and (stored := _stored_bytes(conn, found, present)) > limit:
         raise _refused(found.path, f"its tables hold {stored:,} bytes, over the {limit:,} this Pillbox reads from one "
-                              "file (PILLBOX_IMPORT_MAX_BYTES)")
+                              "file (PILLBOX_IMPORT_MAX_BYTES)", TOO_MUCH)
     for table in sorted(present & set(QUOTA_OF)):
         count = conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
         kind = QUOTA_OF[table]
         allowed = settings.PILLBOX_QUOTAS[kind]
         if allowed and count > allowed:
             raise _refused(found.path, f"its {table} table holds {count:,} rows, over the {allowed:,} {kind} a "
-                                       "user may have (PILLBOX_QUOTAS)")
+                                       "user may have (PILLBOX_QUOTAS)", TOO_MUCH)
 
 
 def _stored_bytes(conn: sqlite3.Connection, found: Found, tables: set[str]) -> int:
@@ -712,6 +715,27 @@ def _register(user: User, entries: list[Registration]) -> tuple[int, int]:
     return added, skipped
 
 
+def _check_quotas(snapshot: Snapshot, user: User, registrations: list[Registration]) -> None:
+    """Refused when the rows the global file would add to the user's own would pass one of their quotas
+    (``PILLBOX_QUOTAS``, as ``pillbox.quotas`` counts them: discarded rows included); run inside the import's
+    transaction, so nothing of the file is written."""
+    mine = set(Registration.objects.filter(user=user).values_list("bottle_id", flat=True))
+    bottles = mine | {registration.bottle_id for registration in registrations}
+    prescriptions = Prescription.objects.using(GLOBAL).filter(bottle_id__in=bottles)
+    pills = Pill.objects.using(GLOBAL).filter(prescription__bottle_id__in=bottles)
+    totals = {
+        "bottles": len(bottles),
+        "prescriptions": prescriptions.count() + len(_new_rows(Prescription, GLOBAL, snapshot.prescriptions)),
+        "pills": pills.count() + len(_new_rows(Pill, GLOBAL, snapshot.pills)),
+        "capsules": Capsule.objects.filter(owner=user).count() + len(_new_rows(Capsule, GLOBAL, snapshot.capsules)),
+    }
+    for kind, total in totals.items():
+        allowed = settings.PILLBOX_QUOTAS[kind]
+        if allowed and total > allowed:
+            raise _refused(snapshot.found.path, f"importing it would give {user.get_username()} {total:,} {kind}, "
+                                                f"over the {allowed:,} a user may have (PILLBOX_QUOTAS)", TOO_MUCH)
+
+
 def import_global(snapshot: Snapshot, *, user: User) -> Counts | None:
     """Copy the original's global file into the global database for ``user``: its bottles become their global
     bottles, its capsules their capsules, its registry their registrations. None when already imported."""
@@ -731,6 +755,7 @@ def import_global(snapshot: Snapshot, *, user: User) -> Counts | None:
         with transaction.atomic(using=GLOBAL):
             if OriginalImport.objects.using(GLOBAL).filter(source=source).exists():
                 return None
+            _check_quotas(snapshot, user, registrations)
             counts = _save_memory(GLOBAL, snapshot)
             capsules = _new_rows(Capsule, GLOBAL, snapshot.capsules)
             _give_free_seqs(Capsule, GLOBAL, capsules)

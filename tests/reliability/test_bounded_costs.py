@@ -8,6 +8,7 @@ client; the original's files are built here with sqlite3 and the original's sche
 
 from __future__ import annotations
 
+import io
 import random
 import re
 import sqlite3
@@ -16,9 +17,13 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
+from django.utils import timezone
 
 from config.mcp.limits import give_back, take_slot
+from pillbox.models import Capsule, OriginalImport
 from tests.clients import run, stdio_client
 from tests.pillbox.scenario import (
     caller_for,
@@ -206,6 +211,34 @@ def test_an_original_file_with_more_pills_than_the_users_quota_is_refused(tmp_pa
 
     run(scenario())
     assert path.read_bytes() == before
+
+
+GLOBAL_SCHEMA = """
+CREATE TABLE capsules (id TEXT PRIMARY KEY, compound TEXT, title TEXT, content TEXT, created_at TEXT NOT NULL,
+                       updated_at TEXT, deleted_at TEXT, views INTEGER DEFAULT 0);
+CREATE TABLE registered_bottles (id INTEGER PRIMARY KEY, bottle_id TEXT NOT NULL, name TEXT, display_name TEXT,
+                                 db_path TEXT);
+"""
+
+
+def test_a_global_original_file_that_would_pass_the_users_quota_writes_nothing(alice, settings, tmp_path):
+    settings.PILLBOX_QUOTAS = {**settings.PILLBOX_QUOTAS, "capsules": 3}
+    home = tmp_path / "home"
+    path = original_project(home, titles=["Global pill"])
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(GLOBAL_SCHEMA)
+        conn.executemany("INSERT INTO capsules VALUES (?, 'note', ?, 'text', ?, NULL, NULL, 0)",
+                         [(str(pill_id(100 + n)), f"Capsule {n}", STAMP) for n in range(2)])
+        conn.commit()
+    Capsule.objects.bulk_create([Capsule(id=pill_id(200 + n), seq=n + 1, owner=alice.user, compound="note",
+                                         title=f"Mine {n}", content="mine", created_at=timezone.now(),
+                                         updated_at=timezone.now()) for n in range(2)])
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_original", "--home", str(home), "--user", "alice", stdout=err, stderr=err)
+    assert (f"{path} cannot be imported safely: importing it would give alice 4 capsules, over the 3 a user may "
+            "have (PILLBOX_QUOTAS)") in err.getvalue()
+    assert Capsule.objects.count() == 2 and not OriginalImport.objects.exists()
 
 
 # ---------------------------------------------------------------- hole 5: what an imported file may show
