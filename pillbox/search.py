@@ -41,6 +41,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -94,6 +95,7 @@ SIMILARITY_WEIGHT = 3.0
 LOOKUP_SIMILARITY_WEIGHT = 0.0
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
 CURRENT_BOTTLE_BOOST = 0.05  # half the bm25 spread among rows matching as many terms: ahead only when comparable
+WORDS_APART = re.compile(r"([^\W_]+)")  # WORD, kept by re.split between the text around the words
 COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
@@ -486,11 +488,13 @@ class _Coverage:
         made here on the few rows shown, since FTS5 would re-run the whole MATCH for each of them. One pass over
         the matched words (a sliding window), however many terms and matches.
         """
-        tokens = [(m.start(), m.end()) for m in WORD.finditer(text)]
-        if not tokens:
+        parts = WORDS_APART.split(text)  # the text between words and the words, in turn: words at odd places
+        words = parts[1::2]
+        if not words:
             return text.strip()
+        offsets = list(accumulate(map(len, parts), initial=0))  # word i is text[offsets[2i + 1]:offsets[2i + 2]]
         start = 0
-        if len(tokens) > SNIPPET_TOKENS and (matches := self._positions(text, tokens)):
+        if len(words) > SNIPPET_TOKENS and (matches := self._positions(text, words)):
             best = (-1, 0)
             inside: dict[int, int] = {}  # term index -> its matches in the window
             end = 0
@@ -505,22 +509,22 @@ class _Coverage:
                         del inside[gone]
                 score = 1000 * len(inside) + (end - at)
                 last = matches[end - 1][0]
-                begin = max(0, min(first - (SNIPPET_TOKENS - (last - first + 1)) // 2, len(tokens) - SNIPPET_TOKENS))
+                begin = max(0, min(first - (SNIPPET_TOKENS - (last - first + 1)) // 2, len(words) - SNIPPET_TOKENS))
                 if score > best[0]:
                     best = (score, begin)
             start = best[1]
-        end = min(len(tokens), start + SNIPPET_TOKENS)
-        last = tokens[end - 1][1] if end < len(tokens) else len(text)
-        return snippets.window(text, tokens[start][0] if start else 0, last)
+        end = min(len(words), start + SNIPPET_TOKENS)
+        last = offsets[2 * end] if end < len(words) else len(text)
+        return snippets.window(text, offsets[2 * start + 1] if start else 0, last)
 
-    def _positions(self, text: str, tokens: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _positions(self, text: str, words: list[str]) -> list[tuple[int, int]]:
         """(token position, term index) of every word of ``text`` that a query term matches, in text order: the
         first term (in the order typed) that the word begins with, or that has the word as an expansion."""
         found: list[tuple[int, int]] = []
         first = self._first
         # ASCII text lowers word for word (the same tokens); other text is folded a word at a time.
-        words = WORD.findall(text.lower()) if text.isascii() else [_quick_fold(text[a:b]) for a, b in tokens]
-        for position, word in enumerate(words):
+        folded = WORD.findall(text.lower()) if text.isascii() else [_quick_fold(word) for word in words]
+        for position, word in enumerate(folded):
             if word not in first:
                 pairs = enumerate(zip(self.terms, self.fuzzy, strict=True))
                 first[word] = next((index for index, (term, fuzzy) in pairs
