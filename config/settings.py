@@ -270,7 +270,7 @@ MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
 MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 2)
 # A search's time budget in milliseconds (pillbox/search.py): past it, the answer is what was found by then,
 # marked partial. 0 turns it off.
-SEARCH_TIME_BUDGET_MS = float(os.environ.get("SEARCH_TIME_BUDGET_MS") or 500)
+SEARCH_TIME_BUDGET_MS = float(os.environ.get("SEARCH_TIME_BUDGET_MS") or 1000)
 # Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
 PILLBOX_QUOTAS = {
     "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),

@@ -437,6 +437,12 @@ class _Budget:
         self.deadline = time.monotonic() + budget / 1000 if budget > 0 else None
         self.cut = False
 
+    def excuse(self, since: float) -> None:
+        """Leave out of the budget the time from ``since`` (``time.monotonic()``): a one-time cost of the process
+        (a typo index built, the model loaded), not of the query."""
+        if self.deadline is not None:
+            self.deadline += time.monotonic() - since
+
     def spent(self) -> bool:
         """True (and the answer marked partial) once the budget has run out."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -888,6 +894,16 @@ def _expansions(words: Vocabulary, terms: list[str], expand_all: bool,
     return out
 
 
+def _widened(budget: _Budget, words: Vocabulary, terms: list[str], expand_all: bool,
+             known: Callable[[str], bool]) -> dict[str, list[str]]:
+    """``_expansions``, whose first typo in a vocabulary builds its typo index: that once, out of the budget."""
+    since, building = time.monotonic(), words._typos is None
+    expansions = _expansions(words, terms, expand_all, known)
+    if building and words._typos is not None:
+        budget.excuse(since)
+    return expansions
+
+
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
            current: frozenset[uuid.UUID] = frozenset()) -> Found:
     """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
@@ -919,7 +935,7 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         if passes and budget.spent():  # the first database is always searched: an answer has something
             passes.append(({}, [], 0, {}))
             continue
-        expansions = _expansions(words, terms, fuzzy, known)
+        expansions = _widened(budget, words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
         passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words, budget)))
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and not budget.spent() and (
@@ -930,7 +946,7 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []
         for target, words in zip(targets, vocabularies, strict=True):
-            expansions = _expansions(words, terms, True, known)
+            expansions = _widened(budget, words, terms, True, known)
             passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words, budget))
                           if expansions else ({}, [], 0, {}))
 
@@ -939,7 +955,9 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
     # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
     page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    loading = time.monotonic()
     model = None if page_full or budget.spent() else semantic.embedder()
+    budget.excuse(loading)  # the model is loaded once per process
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:
