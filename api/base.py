@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 from accounts.auth import mcp_caller
 from accounts.caller import Caller
 from config.jsonbody import SafeJSONParser
+from config.mcp.limits import give_back, take_slot
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
 
@@ -296,6 +297,26 @@ class ApiView(APIView):
     authentication_classes = [KeyAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     parser_classes = [SafeJSONParser]
+    _slot_of: object = None  # the user whose in-flight slot this request holds
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """After authentication, permissions and the rate: one of the user's in-flight slots, shared with the MCP
+        endpoints (``MCP_USER_CONCURRENCY``), held until the answer is made, so that one user's slow requests
+        cannot take every thread that serves everyone."""
+        super().initial(request, *args, **kwargs)
+        user_id = request.user.pk
+        refusal = take_slot(user_id, "requests (MCP and REST API together)")
+        if refusal is not None:
+            error = ApiError(status.HTTP_429_TOO_MANY_REQUESTS, "rate_limited", refusal.message)
+            error.wait = refusal.retry_after
+            raise error
+        self._slot_of = user_id
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        if self._slot_of is not None:
+            give_back(self._slot_of)
+            self._slot_of = None
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 @extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{12}$", "example": "019e1d521a89"})

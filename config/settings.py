@@ -272,6 +272,9 @@ MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") 
 MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
 # 2: half the threads of the production command (2 workers x 2 blocking threads) when counted in a shared cache.
 MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 2)
+# A search's time budget in milliseconds (pillbox/search.py): past it, the answer is what was found by then,
+# marked partial. 0 turns it off.
+SEARCH_TIME_BUDGET_MS = float(os.environ.get("SEARCH_TIME_BUDGET_MS") or 1000)
 # Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.
 PILLBOX_QUOTAS = {
     "bottles": int(os.environ.get("PILLBOX_MAX_BOTTLES") or 100),
@@ -279,6 +282,9 @@ PILLBOX_QUOTAS = {
     "pills": int(os.environ.get("PILLBOX_MAX_PILLS") or 100_000),
     "capsules": int(os.environ.get("PILLBOX_MAX_CAPSULES") or 10_000),
 }
+# The most bytes the original Pillbox's tables in one of its files may take to be imported (pillbox/original.py);
+# 0 turns it off.
+PILLBOX_IMPORT_MAX_BYTES = int(os.environ.get("PILLBOX_IMPORT_MAX_BYTES") or 256 * 1024 * 1024)
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

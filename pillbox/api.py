@@ -589,7 +589,7 @@ class SearchView(PillboxView):
             names = selectors.bottle_names(self.reach)
         found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
         data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
-                "results": found.hits}
+                "ignored_terms": found.ignored_terms, "partial": found.partial, "results": found.hits}
         return Response(SearchSerializer(data, context={"bottle_names": names}).data)
 
 

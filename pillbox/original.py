@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.db.utils import DatabaseError, OperationalError, ProgrammingError
 from django.utils import timezone
@@ -47,10 +49,34 @@ KNOWN_VERSIONS = frozenset({1})
 RECORD_TABLE = OriginalImport._meta.db_table
 CHUNK = 500
 AGAIN = "then run `manage.py import_original` again"
+# What a file of the original may hold and still be read (issue 23: a 72 KB file whose generated column makes
+# 200 MB a row). Its rows per table are held to the user's quotas (PILLBOX_QUOTAS), its tables' stored bytes to
+# PILLBOX_IMPORT_MAX_BYTES, and each text to the tools' own limits (longer is cut, as a compound always was).
+CONTENT_LIMIT = 5000  # the tools' limit on a pill's or capsule's content (pillbox.tools takes it from here)
+NAME_LIMIT = 255
+COMPOUND_LIMIT = 64
+QUOTA_OF = {"bottles": "bottles", "prescriptions": "prescriptions", "pills": "pills", "capsules": "capsules",
+            "registered_bottles": "bottles"}
+# The original's own triggers (they keep its full-text index in step with its rows, and fire only when the
+# original writes them, which this module never does). Any other trigger in its file is refused: it could fire on
+# our writes into the same file.
+ORIGINAL_TRIGGERS = frozenset({(f"{table}_a{event}", table) for table in ("pills", "capsules") for event in "iud"})
+# Terminal control sequences (CSI: ESC [ … final byte; OSC, DCS, PM, APC: ESC ] … up to BEL or ESC \; and any
+# other two-character escape; an unended string only loses its ESC and the letter after it) go whole, then
+# every control character the tools refuse in their input.
+ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b.?|\x9b[0-?]*[ -/]*[@-~]?",
+                     re.DOTALL)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # Cc, newline and tab aside
+READ_TABLES = ORIGINAL_TABLES | GLOBAL_TABLES
 
 
 class ImportFailed(IncompatibleDb):
     """A file of the original Pillbox that cannot be brought across; nothing of it was written."""
+
+
+class Refused(ImportFailed):
+    """A file holding the original's tables in a shape the original never writes, or more than one may import
+    (``_judge_tables``, ``_judge_triggers``, ``_judge_size``)."""
 
 
 @dataclass(frozen=True)
@@ -223,14 +249,19 @@ def _recognise_openable(path: Path) -> Found | None:
     """``recognise`` for a file already known to open."""
     try:
         with closing(_read_only(path)) as conn:
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            # A view in place of one of its tables still makes the file the original's: read() refuses it.
+            tables = {name for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
             if not ORIGINAL_TABLES <= tables:
                 return None
+            _judge_tables(conn, path)
             version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
             recorded = RECORD_TABLE in tables and bool(
                 conn.execute(f"SELECT 1 FROM {RECORD_TABLE} WHERE kind = ? LIMIT 1",
                              (OriginalImport.KIND_LOCAL,)).fetchone()
             )
+            if not recorded:  # once imported, the file holds our tables and their triggers
+                _judge_triggers(conn, path)
     except sqlite3.DatabaseError as exc:
         raise _unreadable(path, exc) from None
     kind = OriginalImport.KIND_GLOBAL if GLOBAL_TABLES <= tables else OriginalImport.KIND_LOCAL
@@ -348,10 +379,92 @@ def _views(table: str, row_id: object, value: int | float | str | bytes | None) 
         raise _BadRow(table, row_id, f"views is not a number ({value!r})") from None
 
 
-def _text(value: object, limit: int | None = None) -> str:
-    # The original allows NULL authors (unknown) and longer names and compounds than ours; unknown stays empty.
-    text = "" if value is None else str(value)
-    return text[:limit] if limit else text
+def _text(value: object, limit: int, *, lines: bool = False) -> str:
+    """A text of the file as the tools would take it: terminal control sequences and control characters
+    removed (newline and tab kept in a text of several ``lines``, else made spaces), at most ``limit``
+    characters. The original allows NULL authors (unknown: stays empty) and longer texts than ours (cut)."""
+    if value is None:
+        return ""
+    # Bytes from _cut: a character its cut went through is dropped, as is anything that is not UTF-8.
+    text = value.decode("utf-8", "ignore") if isinstance(value, bytes) else str(value)
+    text = CONTROL.sub("", ESCAPES.sub("", text if lines else text.replace("\n", " ").replace("\t", " ")))
+    return text[:limit]
+
+
+def _cut(column: str, limit: int) -> str:
+    """A text column read no longer than it will be kept (a huge row never reaches Python whole), as bytes: SQLite's
+    text functions stop at a NUL, which would lose what follows it. Up to 4 bytes a character in UTF-8."""
+    return f"substr(CAST({column} AS BLOB), 1, {4 * limit})"
+
+
+FOREIGN = "The original Pillbox never writes such a file; remove it or ask whoever made it"
+TOO_MUCH = f"Raise the limit named (or ask the operator to), {AGAIN}"
+
+
+def _refused(path: Path, what: str, remedy: str = FOREIGN) -> Refused:
+    return Refused(
+        f"{path} cannot be imported safely: {what}. {remedy}. Nothing was imported from it and it was not changed.",
+        db_path=str(path),
+    )
+
+
+def _judge_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refused when the tables read here (the original's, our record of an import) are not plain tables of plain
+    columns: a view or a virtual table in place of one, or a generated or hidden column, is computed when read
+    (``printf('%.*c', 200000000, 'x')`` makes 200 MB of every row). Asked before any of its rows is read."""
+    read = READ_TABLES | {RECORD_TABLE}
+    present = set()
+    for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
+        if name in read and kind == "view":
+            raise _refused(path, f"its {name} is a view, not a table")
+        if name in read and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+            raise _refused(path, f"its {name} is a virtual table, not a table")
+        if name in read:
+            present.add(name)
+    for table in sorted(present):
+        for column in conn.execute(f'PRAGMA table_xinfo("{table}")'):
+            if column[6]:  # hidden: 1 hidden, 2 generated (virtual), 3 generated (stored)
+                raise _refused(path, f"the column {column[1]} of its {table} table is generated or hidden")
+
+
+def _judge_triggers(conn: sqlite3.Connection, path: Path) -> None:
+    """Refused when a file about to be imported holds a trigger the original does not make: it would fire on our
+    writes into the same file (our schema, then the copied rows)."""
+    from pillbox.databases import global_db_file
+
+    # Our own global database may be this very file (PILLBOX_HOME = ~/.pillbox): our tables' triggers are ours.
+    ours = path.resolve() == global_db_file()
+    for name, table in conn.execute("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'"):
+        if (name, table) not in ORIGINAL_TRIGGERS and (table in READ_TABLES or not ours):
+            raise _refused(path, f"it holds a trigger the original does not make ({name} on {table})")
+
+
+def _judge_size(conn: sqlite3.Connection, found: Found) -> None:
+    """Refused when the file holds more than one may import: more stored bytes than ``PILLBOX_IMPORT_MAX_BYTES``
+    in the original's tables, or more rows of a kind than the user's quota of it."""
+    present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} & READ_TABLES
+    limit = settings.PILLBOX_IMPORT_MAX_BYTES
+    if limit and (stored := _stored_bytes(conn, found, present)) > limit:
+        raise _refused(found.path, f"its tables hold {stored:,} bytes, over the {limit:,} this Pillbox reads from one "
+                              "file (PILLBOX_IMPORT_MAX_BYTES)", TOO_MUCH)
+    for table in sorted(present & set(QUOTA_OF)):
+        count = conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+        kind = QUOTA_OF[table]
+        allowed = settings.PILLBOX_QUOTAS[kind]
+        if allowed and count > allowed:
+            raise _refused(found.path, f"its {table} table holds {count:,} rows, over the {allowed:,} {kind} a "
+                                       "user may have (PILLBOX_QUOTAS)", TOO_MUCH)
+
+
+def _stored_bytes(conn: sqlite3.Connection, found: Found, tables: set[str]) -> int:
+    """The bytes the original's tables take in the file (their pages, overflow included); the whole file when
+    this SQLite has no ``dbstat``."""
+    marks = ", ".join("?" * len(tables))
+    try:
+        return int(conn.execute(f"SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ({marks})",
+                                sorted(tables)).fetchone()[0])
+    except sqlite3.OperationalError:
+        return found.path.stat().st_size
 
 
 def read(found: Found) -> Snapshot:
@@ -362,6 +475,7 @@ def read(found: Found) -> Snapshot:
     try:
         with closing(_read_only(found.path)) as conn:
             conn.execute("BEGIN")  # one read transaction: a consistent picture while the original may write
+            _judge_size(conn, found)
             _read_rows(conn, snapshot)
             conn.rollback()
     except sqlite3.DatabaseError as exc:
@@ -377,26 +491,33 @@ def read(found: Found) -> Snapshot:
 
 def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
     is_global = snapshot.found.kind == OriginalImport.KIND_GLOBAL
-    for row in conn.execute("SELECT id, name, display_name, directory, scope, created_at, views FROM bottles "
-                            "ORDER BY id"):
+    # A project's bottle is where its file really is (the project holding .pillbox/), whatever the file claims.
+    here = None if is_global else str(snapshot.found.path.resolve().parent.parent)
+    for row in conn.execute(f"SELECT id, {_cut('name', NAME_LIMIT)}, {_cut('display_name', NAME_LIMIT)}, "
+                            f"{_cut('directory', 4096)}, {_cut('scope', 16)}, created_at, views "
+                            "FROM bottles ORDER BY id"):
         row_id, name, display_name, directory, scope, created_at, views = row
         # Everything in the original's global file is a global bottle, and lives in our global database.
+        scope = _text(scope, 16)
         scope = Bottle.SCOPE_GLOBAL if is_global else (scope if scope in {"local", "global"} else "local")
         snapshot.bottles.append(Bottle(
-            id=_uuid("bottles", row_id), name=_text(name, 255), display_name=_text(display_name or name, 255),
-            directory=_text(directory), scope=scope, created_at=_required("bottles", row_id, "created_at", created_at),
+            id=_uuid("bottles", row_id), name=_text(name, NAME_LIMIT),
+            display_name=_text(display_name or name, NAME_LIMIT), directory=here or _text(directory, 4096),
+            scope=scope, created_at=_required("bottles", row_id, "created_at", created_at),
             views=_views("bottles", row_id, views),
         ))
     bottle_ids = {bottle.id for bottle in snapshot.bottles}
-    for row in conn.execute("SELECT id, bottle_id, title, author_name, author_email, started_at, ended_at, "
-                            "deleted_at, views FROM prescriptions ORDER BY id"):
+    for row in conn.execute(f"SELECT id, bottle_id, {_cut('title', NAME_LIMIT)}, {_cut('author_name', NAME_LIMIT)}, "
+                            f"{_cut('author_email', NAME_LIMIT)}, started_at, ended_at, deleted_at, views "
+                            "FROM prescriptions ORDER BY id"):
         row_id, bottle_id, title, author_name, author_email, started_at, ended_at, deleted_at, views = row
         if _uuid("prescriptions", bottle_id) not in bottle_ids:
             snapshot.skipped += 1
             continue
         snapshot.prescriptions.append(Prescription(
-            id=_uuid("prescriptions", row_id), bottle_id=_uuid("prescriptions", bottle_id), title=_text(title, 255),
-            author_name=_text(author_name, 255), author_email=_text(author_email, 255),
+            id=_uuid("prescriptions", row_id), bottle_id=_uuid("prescriptions", bottle_id),
+            title=_text(title, NAME_LIMIT), author_name=_text(author_name, NAME_LIMIT),
+            author_email=_text(author_email, NAME_LIMIT),
             started_at=_required("prescriptions", row_id, "started_at", started_at),
             ended_at=_moment("prescriptions", row_id, "ended_at", ended_at),
             deleted_at=_moment("prescriptions", row_id, "deleted_at", deleted_at),
@@ -405,7 +526,9 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
     # Our discard of a prescription discards its pills with it (and restoring it brings them back): a pill the
     # original left live under a discarded prescription is hidden the same way.
     discarded_with = {prescription.id: prescription.deleted_at for prescription in snapshot.prescriptions}
-    for row in conn.execute("SELECT id, prescription_id, compound, title, content, author_name, author_email, "
+    for row in conn.execute(f"SELECT id, prescription_id, {_cut('compound', COMPOUND_LIMIT)}, "
+                            f"{_cut('title', NAME_LIMIT)}, {_cut('content', CONTENT_LIMIT)}, "
+                            f"{_cut('author_name', NAME_LIMIT)}, {_cut('author_email', NAME_LIMIT)}, "
                             "created_at, updated_at, deleted_at, views FROM pills ORDER BY id"):
         row_id, prescription_id, compound, title, content, author_name, author_email = row[:7]
         created_at, updated_at, deleted_at, views = row[7:]
@@ -416,31 +539,34 @@ def _read_rows(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
         created = _required("pills", row_id, "created_at", created_at)
         snapshot.pills.append(Pill(
             id=pill_id, seq=ids.millisecond_of(pill_id), prescription_id=parent,
-            compound=_text(compound, 64), title=_text(title, 255), content=_text(content),
-            author_name=_text(author_name, 255), author_email=_text(author_email, 255), created_at=created,
+            compound=_text(compound, COMPOUND_LIMIT), title=_text(title, NAME_LIMIT),
+            content=_text(content, CONTENT_LIMIT, lines=True), author_name=_text(author_name, NAME_LIMIT),
+            author_email=_text(author_email, NAME_LIMIT), created_at=created,
             updated_at=_moment("pills", row_id, "updated_at", updated_at) or created,
             deleted_at=_moment("pills", row_id, "deleted_at", deleted_at) or discarded_with[parent],
             views=_views("pills", row_id, views),
         ))
     if not is_global:
         return
-    for row in conn.execute("SELECT id, compound, title, content, created_at, updated_at, deleted_at, views "
+    for row in conn.execute(f"SELECT id, {_cut('compound', COMPOUND_LIMIT)}, {_cut('title', NAME_LIMIT)}, "
+                            f"{_cut('content', CONTENT_LIMIT)}, created_at, updated_at, deleted_at, views "
                             "FROM capsules ORDER BY id"):
         row_id, compound, title, content, created_at, updated_at, deleted_at, views = row
         capsule_id = _uuid("capsules", row_id)
         created = _required("capsules", row_id, "created_at", created_at)
         snapshot.capsules.append(Capsule(
-            id=capsule_id, seq=ids.millisecond_of(capsule_id), compound=_text(compound, 64), title=_text(title, 255),
-            content=_text(content), created_at=created,
+            id=capsule_id, seq=ids.millisecond_of(capsule_id), compound=_text(compound, COMPOUND_LIMIT),
+            title=_text(title, NAME_LIMIT), content=_text(content, CONTENT_LIMIT, lines=True), created_at=created,
             updated_at=_moment("capsules", row_id, "updated_at", updated_at) or created,
             deleted_at=_moment("capsules", row_id, "deleted_at", deleted_at), views=_views("capsules", row_id, views),
         ))
     for bottle_id, name, display_name, db_path in conn.execute(
-        "SELECT bottle_id, name, display_name, db_path FROM registered_bottles ORDER BY id"
+        f"SELECT bottle_id, {_cut('name', NAME_LIMIT)}, {_cut('display_name', NAME_LIMIT)}, {_cut('db_path', 4096)} "
+        "FROM registered_bottles ORDER BY id"
     ):
         snapshot.registry.append(RegistryEntry(
-            bottle_id=_uuid("registered_bottles", bottle_id), name=_text(name, 255),
-            display_name=_text(display_name or name, 255), db_path=_text(db_path),
+            bottle_id=_uuid("registered_bottles", bottle_id), name=_text(name, NAME_LIMIT),
+            display_name=_text(display_name or name, NAME_LIMIT), db_path=_text(db_path, 4096),
         ))
 
 
@@ -517,6 +643,8 @@ def local_snapshot(path: Path) -> Snapshot | None:
     _openable(path)
     try:
         found = _recognise_openable(path)
+    except Refused:
+        raise
     except ImportFailed:
         return None  # not readable as a database at all: the usual checks on our own files answer that
     if found is None or found.recorded:
@@ -587,6 +715,27 @@ def _register(user: User, entries: list[Registration]) -> tuple[int, int]:
     return added, skipped
 
 
+def _check_quotas(snapshot: Snapshot, user: User, registrations: list[Registration]) -> None:
+    """Refused when the rows the global file would add to the user's own would pass one of their quotas
+    (``PILLBOX_QUOTAS``, as ``pillbox.quotas`` counts them: discarded rows included); run inside the import's
+    transaction, so nothing of the file is written."""
+    mine = set(Registration.objects.filter(user=user).values_list("bottle_id", flat=True))
+    bottles = mine | {registration.bottle_id for registration in registrations}
+    prescriptions = Prescription.objects.using(GLOBAL).filter(bottle_id__in=bottles)
+    pills = Pill.objects.using(GLOBAL).filter(prescription__bottle_id__in=bottles)
+    totals = {
+        "bottles": len(bottles),
+        "prescriptions": prescriptions.count() + len(_new_rows(Prescription, GLOBAL, snapshot.prescriptions)),
+        "pills": pills.count() + len(_new_rows(Pill, GLOBAL, snapshot.pills)),
+        "capsules": Capsule.objects.filter(owner=user).count() + len(_new_rows(Capsule, GLOBAL, snapshot.capsules)),
+    }
+    for kind, total in totals.items():
+        allowed = settings.PILLBOX_QUOTAS[kind]
+        if allowed and total > allowed:
+            raise _refused(snapshot.found.path, f"importing it would give {user.get_username()} {total:,} {kind}, "
+                                                f"over the {allowed:,} a user may have (PILLBOX_QUOTAS)", TOO_MUCH)
+
+
 def import_global(snapshot: Snapshot, *, user: User) -> Counts | None:
     """Copy the original's global file into the global database for ``user``: its bottles become their global
     bottles, its capsules their capsules, its registry their registrations. None when already imported."""
@@ -606,6 +755,7 @@ def import_global(snapshot: Snapshot, *, user: User) -> Counts | None:
         with transaction.atomic(using=GLOBAL):
             if OriginalImport.objects.using(GLOBAL).filter(source=source).exists():
                 return None
+            _check_quotas(snapshot, user, registrations)
             counts = _save_memory(GLOBAL, snapshot)
             capsules = _new_rows(Capsule, GLOBAL, snapshot.capsules)
             _give_free_seqs(Capsule, GLOBAL, capsules)

@@ -35,13 +35,16 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 from rapidfuzz import process
@@ -72,6 +75,10 @@ TYPO_PREFIX = 7  # characters of a word its typo index files it under (SymSpell'
 JW_THRESHOLD = 0.80
 MAX_EXPANSIONS = 5  # most similar indexed words per term (more only add noise: bench b 0.988 at 5, 0.958 at 24)
 SNIPPET_TOKENS = 24
+# The most distinct meaningful terms a query is searched with; the rest are ignored and the answer says so. A
+# search's cost grows with its terms (FTS5's OR, coverage, typo expansions): 32 is far beyond a person's query
+# (the recall set's longest has 12) and bounds what a 1,000-character query of 200 words can cost.
+MAX_TERMS = 32
 # bm25 column weights (title, content, compound): with the coverage re-rank, 3-4x on the title ranks best
 # (bench MRR@10 0.989 at 3,1,1; 0.981 at 1,1,1) without costing content-only queries (kind e 0.969 either way).
 WEIGHTS = (3.0, 1.0, 1.0)
@@ -88,8 +95,7 @@ SIMILARITY_WEIGHT = 3.0
 LOOKUP_SIMILARITY_WEIGHT = 0.0
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
 CURRENT_BOTTLE_BOOST = 0.05  # half the bm25 spread among rows matching as many terms: ahead only when comparable
-NOT_WORD_BEFORE = r"(?<![^\W_])"
-NOT_WORD_AFTER = r"(?![^\W_])"
+WORDS_APART = re.compile(r"([^\W_]+)")  # WORD, kept by re.split between the text around the words
 COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
@@ -418,6 +424,30 @@ class Found:
     total: int
     used_fuzzy: bool
     used_semantic: bool = False  # a shown hit was found by meaning alone
+    ignored_terms: int = 0  # distinct meaningful terms beyond MAX_TERMS, left out of the search
+    partial: bool = False  # the time budget ran out: the answer is what was found by then
+
+
+class _Budget:
+    """A search's time budget (``SEARCH_TIME_BUDGET_MS``): the steps after it ran out are skipped or made cheap,
+    and ``cut`` says that some were."""
+
+    def __init__(self) -> None:
+        budget = float(settings.SEARCH_TIME_BUDGET_MS)
+        self.deadline = time.monotonic() + budget / 1000 if budget > 0 else None
+        self.cut = False
+
+    def excuse(self, since: float) -> None:
+        """Leave out of the budget the time from ``since`` (``time.monotonic()``): a one-time cost of the process
+        (a typo index built, the model loaded), not of the query."""
+        if self.deadline is not None:
+            self.deadline += time.monotonic() - since
+
+    def spent(self) -> bool:
+        """True (and the answer marked partial) once the budget has run out."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.cut = True
+        return self.cut
 
 
 @dataclass
@@ -429,74 +459,86 @@ class _Ranked:
 
 
 class _Coverage:
-    """Which query terms a row's text matches: a typed term as a word prefix, an expansion as a whole word."""
+    """Which query terms a row's text matches: a typed term as a word prefix, an expansion as a whole word.
+
+    A row's text is read once, as its words (maximal runs of letters and digits, ``WORD``): a typed term matches
+    when a word begins with it, an expansion when it is a word. The cost follows the text's length and its
+    distinct words, never the number of terms times the text (issue 23: 200 terms over 5,000-character rows).
+    """
 
     def __init__(self, terms: list[str], expansions: dict[str, list[str]]) -> None:
-        self.typed = [re.compile(NOT_WORD_BEFORE + re.escape(term)) for term in terms]
-        self.fuzzy = [
-            re.compile(NOT_WORD_BEFORE + "(?:" + "|".join(map(re.escape, expansions[term])) + ")" + NOT_WORD_AFTER)
-            if expansions.get(term) else None
-            for term in terms
-        ]
+        self.terms = terms
+        self.fuzzy = [frozenset(expansions.get(term, ())) for term in terms]
+        self._first: dict[str, int | None] = {}  # a folded word -> the first term matching it (rows share words)
 
     def of(self, text: str) -> tuple[float, bool]:
         """(coverage, whether an expansion word matched)."""
-        text = _quick_fold(text)
+        words = sorted(set(WORD.findall(_quick_fold(text))))
         covered = 0.0
         expanded = False
-        for typed, fuzzy in zip(self.typed, self.fuzzy, strict=True):
-            if typed.search(text):
+        for term, fuzzy in zip(self.terms, self.fuzzy, strict=True):
+            at = bisect.bisect_left(words, term)
+            if at < len(words) and words[at].startswith(term):
                 covered += 1.0
-                if fuzzy is not None and not expanded and fuzzy.search(text):
+                if fuzzy and not expanded and not fuzzy.isdisjoint(words):
                     expanded = True
-            elif fuzzy is not None and fuzzy.search(text):
+            elif fuzzy and not fuzzy.isdisjoint(words):
                 covered += FUZZY_COVERAGE
                 expanded = True
         return covered, expanded
-
 
     def snippet(self, text: str) -> str:
         """Up to ``SNIPPET_TOKENS`` words of ``text`` around the most query terms, '…' where it is cut.
 
         The same choice as FTS5's ``snippet()`` (the window holding the most distinct terms, centred on them),
-        made here on the few rows shown, since FTS5 would re-run the whole MATCH for each of them.
+        made here on the few rows shown, since FTS5 would re-run the whole MATCH for each of them. One pass over
+        the matched words (a sliding window), however many terms and matches.
         """
-        tokens = [(m.start(), m.end()) for m in WORD.finditer(text)]
-        if not tokens:
+        parts = WORDS_APART.split(text)  # the text between words and the words, in turn: words at odd places
+        words = parts[1::2]
+        if not words:
             return text.strip()
+        offsets = list(accumulate(map(len, parts), initial=0))  # word i is text[offsets[2i + 1]:offsets[2i + 2]]
         start = 0
-        if len(tokens) > SNIPPET_TOKENS and (matches := self._positions(text, tokens)):
+        if len(words) > SNIPPET_TOKENS and (matches := self._positions(text, words)):
             best = (-1, 0)
-            for first, _ in matches:
-                inside = [(p, i) for p, i in matches if first <= p < first + SNIPPET_TOKENS]
-                score = 1000 * len({i for _, i in inside}) + len(inside)
-                last = inside[-1][0]
-                begin = max(0, min(first - (SNIPPET_TOKENS - (last - first + 1)) // 2, len(tokens) - SNIPPET_TOKENS))
+            inside: dict[int, int] = {}  # term index -> its matches in the window
+            end = 0
+            for at, (first, _) in enumerate(matches):
+                while end < len(matches) and matches[end][0] < first + SNIPPET_TOKENS:
+                    inside[matches[end][1]] = inside.get(matches[end][1], 0) + 1
+                    end += 1
+                if at:
+                    gone = matches[at - 1][1]
+                    inside[gone] -= 1
+                    if not inside[gone]:
+                        del inside[gone]
+                score = 1000 * len(inside) + (end - at)
+                last = matches[end - 1][0]
+                begin = max(0, min(first - (SNIPPET_TOKENS - (last - first + 1)) // 2, len(words) - SNIPPET_TOKENS))
                 if score > best[0]:
                     best = (score, begin)
             start = best[1]
-        end = min(len(tokens), start + SNIPPET_TOKENS)
-        last = tokens[end - 1][1] if end < len(tokens) else len(text)
-        return snippets.window(text, tokens[start][0] if start else 0, last)
+        end = min(len(words), start + SNIPPET_TOKENS)
+        last = offsets[2 * end] if end < len(words) else len(text)
+        return snippets.window(text, offsets[2 * start + 1] if start else 0, last)
 
-
-    def _positions(self, text: str, tokens: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """(token position, term index) of every word of ``text`` that a query term matches, in text order."""
-        found: dict[int, int] = {}
-        if text.isascii():  # lowercasing keeps the offsets: search the whole text at once
-            lowered, starts = text.lower(), [a for a, _ in tokens]
-            for index, (typed, fuzzy) in enumerate(zip(self.typed, self.fuzzy, strict=True)):
-                for pattern in (typed, fuzzy) if fuzzy is not None else (typed,):
-                    for match in pattern.finditer(lowered):
-                        found.setdefault(bisect.bisect_right(starts, match.start()) - 1, index)
-        else:
-            for position, (a, b) in enumerate(tokens):
-                word = _quick_fold(text[a:b])
-                for index, (typed, fuzzy) in enumerate(zip(self.typed, self.fuzzy, strict=True)):
-                    if typed.match(word) or (fuzzy is not None and fuzzy.fullmatch(word)):
-                        found[position] = index
-                        break
-        return sorted(found.items())
+    def _positions(self, text: str, words: list[str]) -> list[tuple[int, int]]:
+        """(token position, term index) of every word of ``text`` that a query term matches, in text order: the
+        first term (in the order typed) that the word begins with, or that has the word as an expansion."""
+        found: list[tuple[int, int]] = []
+        first = self._first
+        # ASCII text lowers word for word (the same tokens); other text is folded a word at a time.
+        folded = WORD.findall(text.lower()) if text.isascii() else [_quick_fold(word) for word in words]
+        for position, word in enumerate(folded):
+            if word not in first:
+                pairs = enumerate(zip(self.terms, self.fuzzy, strict=True))
+                first[word] = next((index for index, (term, fuzzy) in pairs
+                                    if word.startswith(term) or word in fuzzy), None)
+            index = first[word]
+            if index is not None:
+                found.append((position, index))
+        return found
 
 
 def _quick_fold(text: str) -> str:
@@ -573,13 +615,15 @@ class _Candidate:
 
 
 def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]], compound: str | None,
-             limit: int, vocabulary: Vocabulary) -> tuple[list[_Candidate], int, dict[int, tuple[Any, ...]]]:
+             limit: int, vocabulary: Vocabulary, budget: _Budget | None = None,
+             ) -> tuple[list[_Candidate], int, dict[int, tuple[Any, ...]]]:
     """The strict (or, with expansions, widened) pass over one database: candidates with their coverage.
 
     When many rows match some term, the rows matching every term (which rank first: coverage) are looked at
     first, and when they fill the page they are the candidates: bm25 is then computed over them, not over
     every row matching any term (a few hundred against tens of thousands at a million pills). Otherwise the
-    candidates are the best ``CANDIDATES`` rows by bm25 among all matches.
+    candidates are the best ``CANDIDATES`` rows by bm25 among all matches. Once the ``budget`` has run out, the
+    candidates not yet covered are left out (they are the ones bm25 ranks lowest; the best is always kept).
     """
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
@@ -606,6 +650,8 @@ def _lexical(target: Target, terms: list[str], expansions: dict[str, list[str]],
         row = rows.get(seq)
         if row is None:  # cannot happen: the index holds live rows only
             continue
+        if out and budget is not None and budget.spent():
+            break
         covered, expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
         closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
         out.append(_Candidate(seq, covered, closeness, expanded))
@@ -757,7 +803,8 @@ def _fused(candidate: _Candidate, terms: int, *, meaning: float | None) -> float
 
 
 def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple[Any, ...]], coverage: _Coverage,
-            terms: int, limit: int, *, meaning: float | None, boosted: frozenset[uuid.UUID]) -> _Ranked:
+            terms: int, limit: int, *, meaning: float | None, boosted: frozenset[uuid.UUID],
+            budget: _Budget | None = None) -> _Ranked:
     missing = [c.seq for c in candidates if c.seq not in rows]
     if missing:
         rows = {**rows, **_rows(target, missing)}
@@ -778,8 +825,11 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple[
     hits, expanded, by_meaning = [], set(), set()
     for score, candidate, row, bottle in scored[:limit]:
         _, id_hex, compound_, title, content, _ = row
+        # Past the time budget, a row shows its beginning instead of the words around the query's terms.
+        shown = snippets.head(content, snippets.LISTING_WIDTH) if budget is not None and budget.spent() \
+            else " ".join(coverage.snippet(content).split())
         hit = Hit(id=as_uuid(id_hex), seq=candidate.seq, compound=compound_, title=title,
-                  snippet=" ".join(coverage.snippet(content).split()), bottle_id=bottle, score=score)
+                  snippet=shown, bottle_id=bottle, score=score)
         hits.append(hit)
         if candidate.expanded:
             expanded.add(hit.id)
@@ -844,6 +894,16 @@ def _expansions(words: Vocabulary, terms: list[str], expand_all: bool,
     return out
 
 
+def _widened(budget: _Budget, words: Vocabulary, terms: list[str], expand_all: bool,
+             known: Callable[[str], bool]) -> dict[str, list[str]]:
+    """``_expansions``, whose first typo in a vocabulary builds its typo index: that once, out of the budget."""
+    since, building = time.monotonic(), words._typos is None
+    expansions = _expansions(words, terms, expand_all, known)
+    if building and words._typos is not None:
+        budget.excuse(since)
+    return expansions
+
+
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
            current: frozenset[uuid.UUID] = frozenset()) -> Found:
     """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
@@ -855,23 +915,30 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         return Found(_merge([hits for hits, _ in listed], limit, by_score=False),
                      sum(total for _, total in listed), used_fuzzy=False)
     terms = meaningful(extract_terms(query))
+    ignored = max(0, len(terms) - MAX_TERMS)
+    terms = terms[:MAX_TERMS]
     if not terms or not targets:
-        return Found([], 0, used_fuzzy=False)
+        return Found([], 0, used_fuzzy=False, ignored_terms=ignored)
 
     # First pass: the typed terms, widened at once for a term no searched database knows (a likely typo),
     # and for every term with ``fuzzy``. Without such a term this is the strict pass.
     vocabularies = [vocabulary(target) for target in targets]
+    # Counted from here: reading a scope's vocabulary once (then cached) is not the query's cost.
+    budget = _Budget()
 
     def known(term: str) -> bool:
         return any(words.has_prefix(term) for words in vocabularies)
 
-    passes = []
+    passes: list[tuple[dict[str, list[str]], list[_Candidate], int, dict[int, tuple[Any, ...]]]] = []
     partly_widened = False
     for target, words in zip(targets, vocabularies, strict=True):
-        expansions = _expansions(words, terms, fuzzy, known)
+        if passes and budget.spent():  # the first database is always searched: an answer has something
+            passes.append(({}, [], 0, {}))
+            continue
+        expansions = _widened(budget, words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
-        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)))
-    if not fuzzy and len(query) >= MIN_FUZZY_QUERY and (
+        passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words, budget)))
+    if not fuzzy and len(query) >= MIN_FUZZY_QUERY and not budget.spent() and (
         not any(total for _, _, total, _ in passes)
         or (partly_widened and not any(_any_match(target, terms, compound, words)
                                        for target, words in zip(targets, vocabularies, strict=True)))
@@ -879,16 +946,18 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []
         for target, words in zip(targets, vocabularies, strict=True):
-            expansions = _expansions(words, terms, True, known)
-            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words)) if expansions
-                          else ({}, [], 0, {}))
+            expansions = _widened(budget, words, terms, True, known)
+            passes.append((expansions, *_lexical(target, terms, expansions, compound, limit, words, budget))
+                          if expansions else ({}, [], 0, {}))
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
     lookup = covered >= FUZZY_COVERAGE * len(terms)
     # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
     # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
     page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
-    model = None if page_full else semantic.embedder()
+    loading = time.monotonic()
+    model = None if page_full or budget.spent() else semantic.embedder()
+    budget.excuse(loading)  # the model is loaded once per process
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:
@@ -907,9 +976,10 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
             lexical_total += len(by_meaning)
         total += lexical_total
         results.append(_scored(target, candidates, rows, _Coverage(terms, expansions), len(terms), limit,
-                               meaning=meaning, boosted=current))
+                               meaning=meaning, boosted=current, budget=budget))
     hits = _merge([r.hits for r in results], limit, by_score=True)
     expanded = set().union(*(r.expanded for r in results))
     by_meaning_ids = set().union(*(r.by_meaning for r in results))
     return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
-                 used_semantic=any(hit.id in by_meaning_ids for hit in hits))
+                 used_semantic=any(hit.id in by_meaning_ids for hit in hits), ignored_terms=ignored,
+                 partial=budget.cut)

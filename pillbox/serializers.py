@@ -160,6 +160,11 @@ class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
     used_fuzzy = serializers.BooleanField(help_text="True when typo expansions contributed to the results.")
     used_semantic = serializers.BooleanField(
         help_text="True when a result was found by meaning alone (no word of the query matched it).")
+    ignored_terms = serializers.IntegerField(
+        help_text="Distinct words of the query beyond the first 32, which were not searched (0 for most queries).")
+    # Declared fields leave the class for _declared_fields (DRF's metaclass): no clash with BaseSerializer.partial.
+    partial = serializers.BooleanField(  # type: ignore[assignment]
+        help_text="True when the search reached its time budget: the results are those found by then.")
     results = HitSerializer(many=True)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
 from pillbox.models import Bottle, Capsule, Pill, Prescription
-from pillbox.search import Found
+from pillbox.search import MAX_TERMS, Found
 from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
 
 CONTEXT_SNIPPET = 300
@@ -209,13 +209,26 @@ def compounds(rows: list[tuple[str, int]]) -> str:
     return "\n".join(f"- {name} ({count})" for name, count in rows)
 
 
+def search_limits(found: Found) -> str:
+    """What a search left out, in words: the terms past the cap, and a time budget run out."""
+    notes = []
+    if found.ignored_terms:
+        notes.append(f"ignored_terms: {found.ignored_terms} (only the first {MAX_TERMS} distinct words of a query "
+                     "are searched)")
+    if found.partial:
+        notes.append("partial: true (the search reached its time budget; these are the results found by then: "
+                     "a shorter query finds more)")
+    return "".join("\n" + note for note in notes)
+
+
 def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, str] | None,
                    current_bottle: str | None = None) -> str:
     if not found.hits:
-        return f"No {noun}s found."
+        return f"No {noun}s found." + search_limits(found)
     header = f"Found {plural(found.total, noun)}"
     if found.total > len(found.hits):
         header += f" (showing {len(found.hits)})"
+    header += search_limits(found)
     if found.used_fuzzy:
         header += "\nused_fuzzy: true"
     if found.used_semantic:

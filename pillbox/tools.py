@@ -12,9 +12,8 @@ from pillbox import original, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
+from pillbox.original import CONTENT_LIMIT
 from pillbox.search import Target, search
-
-CONTENT_LIMIT = 5000
 
 
 def _string(low: int, high: int, description: str) -> dict[str, Any]:
@@ -160,7 +159,8 @@ def pill_discard(reach: Reach, id: str) -> str:
     "Search pills by words in their title, content and compound, across every bottle you can reach (or one "
     "bottle). Prefixes match ('auth' finds 'authentication'), accents and case are ignored, any word may match "
     "(best matches first), and misspelled words are corrected (the answer then says used_fuzzy: true). Give a "
-    "query, a compound, or both; a compound alone lists that compound, newest first.",
+    "query, a compound, or both; a compound alone lists that compound, newest first. A query's first 32 distinct "
+    "words are searched (ignored_terms says how many more were not).",
     {"query": QUERY, "bottle_id": BOTTLE_ID, "compound": COMPOUND, "limit": _limit(20, 100, "pills"),
      "fuzzy": FUZZY},
     read_only=True,
@@ -234,7 +234,8 @@ def capsule_discard(reach: Reach, id: str) -> str:
     "capsule_search",
     "Search your capsules (shared, cross-project memory) by words in title, content and compound: prefixes "
     "match, accents and case are ignored, misspellings are corrected (used_fuzzy: true). Give a query, a "
-    "compound, or both.",
+    "compound, or both. A query's first 32 distinct words are searched (ignored_terms says how many more were "
+    "not).",
     {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY},
     read_only=True,
 )

@@ -40,20 +40,32 @@ def rate_refusal(user_id: object, cost: int) -> Refusal | None:
                          f"counts each of its requests); try again in {wait} seconds.")
 
 
-@contextmanager
-def in_flight(user_id: object) -> Iterator[Refusal | None]:
-    """Hold one of the user's concurrent request slots for the duration; a refusal when none is free."""
+def take_slot(user_id: object, what: str = "MCP requests") -> Refusal | None:
+    """Take one of the user's in-flight slots (``MCP_USER_CONCURRENCY``, counted over both MCP endpoints and the
+    REST API together); a refusal, and no slot taken, when none is free. Give it back with ``give_back``."""
     allowed = settings.MCP_USER_CONCURRENCY
     if not allowed:
-        yield None
-        return
+        return None
     key = f"mcp-busy:{user_id}"
     if hold(key, IN_FLIGHT_TTL) > allowed:
         release(key)
-        yield Refusal(1, f"Too many MCP requests at once: at most {allowed} in flight per user; wait for one "
-                         "to finish.")
+        return Refusal(1, f"Too many {what} at once: at most {allowed} in flight per user; wait for one to finish.")
+    return None
+
+
+def give_back(user_id: object) -> None:
+    if settings.MCP_USER_CONCURRENCY:
+        release(f"mcp-busy:{user_id}")
+
+
+@contextmanager
+def in_flight(user_id: object) -> Iterator[Refusal | None]:
+    """Hold one of the user's concurrent request slots for the duration; a refusal when none is free."""
+    refusal = take_slot(user_id)
+    if refusal is not None:
+        yield refusal
         return
     try:
         yield None
     finally:
-        release(key)
+        give_back(user_id)

@@ -98,7 +98,11 @@ class Command(BaseCommand):
         elif self.dry_run or self.owner is None:
             self.stdout.write(f"{path} (global): would import {snapshot.counts().phrase()}")
         else:
-            counts = original.import_global(snapshot, user=self.owner)
+            try:
+                counts = original.import_global(snapshot, user=self.owner)
+            except original.ImportFailed as error:  # more than the user's quotas allow: nothing was written
+                self._fail(error)
+                return []
             self.stdout.write(f"{path} (global): " + (f"imported {counts.phrase()}" if counts else "already imported"))
         files = []
         for entry in snapshot.registry:
