@@ -4,6 +4,11 @@ The packaged model ships only the PyTorch-format weights (safetensors) and a ``t
 needs a graph. The graph below is the standard BERT encoder (absolute positions, post-LayerNorm, exact GELU),
 written out op by op with ``onnx.helper`` and fed the weights straight from the file, so the weights that run
 are exactly the bytes whose hash was checked. Mean pooling and L2 normalisation are done by the caller.
+
+The server does not run that float32 graph: ``quantize`` turns it, once per data directory, into an int8 file
+with onnxruntime's own dynamic quantization (``python -m pillbox.onnx_bert SOURCE_DIR OUT``, run in a child
+process so that the server never holds the float32 weights). The result is the same bytes on every machine
+for a given quantizer, and ``pillbox.semantic`` pins its SHA-256.
 """
 
 from __future__ import annotations
@@ -119,3 +124,30 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any]) -> bytes
     model.ir_version = 8
     serialized: bytes = model.SerializeToString()
     return serialized
+
+
+def quantize(source: Path, out: Path) -> None:
+    """The int8 model file: the float32 graph of ``source`` (a model directory) through onnxruntime's
+    ``quantize_dynamic`` (int8 weights per output channel for every MatMul and the word-embedding Gather),
+    written to ``out`` with a fixed producer, so the bytes depend only on the weights and the quantizer."""
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = build_graph(read_safetensors(source / "model.safetensors"),
+                        json.loads((source / "config.json").read_text(encoding="utf-8")))
+    with tempfile.TemporaryDirectory() as tmp:
+        quantize_dynamic(onnx.load_from_string(graph), Path(tmp) / "int8.onnx", weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul", "Gather"], per_channel=True)
+        model = onnx.load(Path(tmp) / "int8.onnx")
+    model.producer_name, model.producer_version = "pillbox", "1"
+    out.write_bytes(model.SerializeToString())
+
+
+if __name__ == "__main__":
+    import logging
+    import sys
+
+    logging.disable(logging.WARNING)  # the quantizer's advice on pre-processing is not for our users
+    quantize(Path(sys.argv[1]), Path(sys.argv[2]))
