@@ -889,11 +889,10 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
     lookup = covered >= FUZZY_COVERAGE * len(terms)
-    # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
-    # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
-    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
-    # A model still loading is waited for briefly; until it is ready, search is by words.
-    model = None if page_full else semantic.embedder(wait=semantic.SEARCH_WAIT)
+    # A look-up (every term matched) is answered by its words, in their order: it pays neither for the query's
+    # embedding nor for the similarity scan. A model still loading is waited for briefly; until it is ready,
+    # search is by words.
+    model = None if lookup else semantic.embedder(wait=semantic.SEARCH_WAIT)
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:

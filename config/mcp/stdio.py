@@ -92,10 +92,8 @@ class DjangoSetup:
 
         toolset: ToolSet = import_string(settings.MCP_SERVERS[self.server])
         caller = local_caller(self.username)
-        if self.server == "pillbox":
-            from pillbox import semantic
-
-            semantic.preload()  # in the background, after the handshake: no call waits for it
+        if toolset.warm_up is not None:
+            toolset.warm_up()  # e.g. Pillbox's model starts loading in the background: no call waits for it
         return toolset, caller
 
     def report(self, task: asyncio.Future[tuple[ToolSet, Caller]]) -> None:

@@ -188,16 +188,24 @@ WORDS_MATCH = ("Restoring Postgres backups", "Backups of Postgres are restored w
                "database first.")
 
 
-def test_recall_rows_found_by_meaning_alone_count_in_found_n_after_the_words_match(site, alice, meaning):
-    """The query "postgres backups" is a look-up (the words' pill has every term), so the word order stands and
-    a row found by meaning alone comes after the words' rows (``LOOKUP_SIMILARITY_WEIGHT`` is 0); it is counted
-    all the same. (When a query is no look-up, the fused score orders them and either may lead.)"""
+def test_recall_a_look_up_is_answered_by_its_words_and_other_rows_found_by_meaning_count_in_found_n(
+        site, alice, meaning, monkeypatch):
+    """"postgres backups" is a look-up (the words' pill has every term): its words answer it, without the query's
+    embedding or the similarity scan. A query the words answer only in part ("... offsite") is no look-up: a row
+    found by meaning alone joins the words' row and is counted in "Found n"."""
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
             words, target, *_ = await stocked(call, "ops", [WORDS_MATCH, PARAPHRASE_TARGET, *OTHERS])
+            embedded: list[str] = []
+            embed_query = semantic.embed_query
+            monkeypatch.setattr(semantic, "embed_query", lambda model, text: embedded.append(text))
             found = await call("pill_search", query="postgres backups")
+            assert header(found.ok) == "Found 1 pill" and hit_ids(found.text) == [words], found.text
+            assert embedded == []
+            monkeypatch.setattr(semantic, "embed_query", embed_query)
+            found = await call("pill_search", query="postgres backups kept offsite")
             assert header(found.ok) == "Found 2 pills\nused_semantic: true", found.text
-            assert hit_ids(found.text) == [words, target]
+            assert set(hit_ids(found.text)) == {words, target}
 
     run(scenario())
 
