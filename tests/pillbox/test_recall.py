@@ -246,6 +246,7 @@ def test_recall_vectors_are_written_on_store_and_revise_and_discarded_pills_leav
             pill = await in_db(lambda: Pill.objects.get(id__startswith=_hex_prefix(target)))
             before = bytes((await in_db(lambda: PillVector.objects.get(pill=pill))).vector)
             await call("pill_revise", id=target, title="Weekly database dumps")
+            await in_db(semantic.wait_for_backfills)  # the revise dropped the old vector; the backfill writes anew
             after = await in_db(lambda: PillVector.objects.get(pill=pill))
             assert bytes(after.vector) != before and after.model == meaning.key
             assert np.frombuffer(bytes(after.vector), dtype=np.float16).shape == (384,)
@@ -261,11 +262,14 @@ def _hex_prefix(short: str) -> str:
     return f"{short[:8]}-{short[8:12]}"
 
 
-def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(site, alice, meaning):
+def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(site, alice, meaning,
+                                                                                 monkeypatch):
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
             target, *_ = await stocked(call, "ops", [PARAPHRASE_TARGET, *OTHERS])
-            # As in a database from before this change, or rows imported by direct inserts.
+            # As in a database from before this change, or rows imported by direct inserts: more rows without a
+            # vector than a search embeds itself (one batch, made 2 here), so the backfill runs in the background.
+            monkeypatch.setattr(semantic, "BATCH", 2)
             await in_db(lambda: PillVector.objects.all().delete())
             engine._vectors.clear()
             first = await call("pill_search", query=PARAPHRASE_QUERY)
@@ -274,6 +278,12 @@ def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(
             await in_db(semantic.wait_for_backfills)
             assert await in_db(vector_count) == 4
             assert hit_ids((await call("pill_search", query=PARAPHRASE_QUERY)).ok)[0] == target
+
+            # A few rows without a vector (stored a moment ago): the search embeds them itself and finds the row.
+            monkeypatch.setattr(semantic, "BATCH", 16)
+            await in_db(lambda: PillVector.objects.all().delete())
+            found = await call("pill_search", query=PARAPHRASE_QUERY)
+            assert hit_ids(found.ok)[0] == target and "used_semantic: true" in found.text
 
     run(scenario())
 
@@ -552,8 +562,9 @@ def test_recall_an_unreachable_endpoint_leaves_search_by_words(alice, monkeypatc
     reach = reach_for(caller(alice.user))
     stored = capsule_store(reach=reach, title="Nightly dumps", content="pg_dump at 2am", compound="ops")
     with caplog.at_level(logging.WARNING, logger="pillbox.semantic"):
+        # Not a look-up ("backups" matches nothing), so the query is sent to the endpoint.
         found = engine.search([engine.Target(alias=GLOBAL, kind="capsule", owner_id=alice.user.pk)],
-                              query="nightly", compound=None, limit=5, fuzzy=False)
+                              query="nightly backups", compound=None, limit=5, fuzzy=False)
     assert [hit.id for hit in found.hits] == [stored.id] and not found.used_semantic
     assert "Search by meaning skipped" in caplog.text
     semantic.wait_for_backfills()
