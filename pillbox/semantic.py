@@ -102,11 +102,8 @@ def bundled_model_dir() -> Path:
 
 
 def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _check(path: Path, digest: str, remedy: str) -> None:
