@@ -405,12 +405,13 @@ def _db_id(alias: str, value: uuid.UUID | str) -> uuid.UUID | str:
 
 def _write(alias: str, kind: Kind, model_key: str, ids: Sequence[uuid.UUID | str], vectors: np.ndarray) -> None:
     blobs = [vector.astype(VECTOR_DTYPE).tobytes() for vector in vectors]
-    marks = ", ".join(["%s"] * len(ids))
     db_ids = [_db_id(alias, row_id) for row_id in ids]
+    # An upsert (SQLite and PostgreSQL alike): a search's catch-up and the background backfill may embed the same
+    # new row at once, and on PostgreSQL a delete-then-insert of both would collide on the key.
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
-        cursor.execute(f"DELETE FROM {kind.vectors} WHERE {kind.key} IN ({marks})", db_ids)
         cursor.executemany(
-            f"INSERT INTO {kind.vectors} ({kind.key}, model, vector) VALUES (%s, %s, %s)",
+            f"INSERT INTO {kind.vectors} ({kind.key}, model, vector) VALUES (%s, %s, %s) "
+            f"ON CONFLICT ({kind.key}) DO UPDATE SET model = excluded.model, vector = excluded.vector",
             [(row_id, model_key, blob) for row_id, blob in zip(db_ids, blobs, strict=True)],
         )
 
