@@ -1,11 +1,25 @@
 #!/usr/bin/env python3
-"""P5: resident memory of a stdio Pillbox server after 1,000 and 2,000 tool calls (goal: <= 150 MB, no growth).
+"""Resident memory of a stdio Pillbox server: an agent's session with meaning on and off, and P5's long run.
 
-    .venv/bin/python bench/stdio_memory.py [--calls 2000]
+    .venv/bin/python bench/stdio_memory.py [--calls 2000] [--quick]
 
 Spawns `manage.py mcp pillbox` in a scratch project, speaks newline-delimited JSON-RPC to it directly, and
-reads VmRSS from /proc after the initialize, after half the calls and after all of them. The calls cycle
-through pill_store, pill_search (strict and misspelled), pill_read, prescription_context and capsule_store.
+reads VmRSS from /proc.
+
+(a) A session (issue 22): a fresh server, 60 pill_store calls, then 40 pill_search calls (look-ups, questions,
+    paraphrases, typos), once with meaning on (the bundled model) and once words only (`EMBEDDINGS=off`).
+    Reported: RSS after the handshake and at the end (goals <= 150 MB on, <= 110 MB off), the slowest and the
+    median store (goal: slowest <= 300 ms: a store never waits for the model, which loads in the background
+    from the handshake on), the search p50, and the first call of another fresh server on the same data being
+    a search by meaning (goal <= 1 s, model included). The int8 model file is made once beforehand, untimed
+    (as on any machine after its first server). The fresh server's first call is bottle_list (it waits for Django's
+    setup, during which the model starts loading), its second the first search.
+(b) P5 (skipped by --quick), with meaning on: after the initialize, after half of --calls calls and after all of
+    them (goal <= 150 MB, no growth). The calls cycle through pill_store, pill_search (strict and misspelled),
+    pill_read, prescription_context and capsule_store.
+
+--quick is the CI guard: part (a) only; exits 1 when the session's RSS is over 200 MB with meaning on or 130 MB
+words only (the goals with headroom: resident memory does not move with the machine's load the way time does).
 """
 
 from __future__ import annotations
@@ -15,13 +29,28 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+GOAL_ON_MB, GOAL_OFF_MB = 150.0, 110.0
+QUICK_ON_MB, QUICK_OFF_MB = 200.0, 130.0
+TOPICS = [
+    ("Nightly database dumps", "pg_dump runs at 2am and the archive is copied to object storage for 30 days."),
+    ("Authentication middleware order", "SessionMiddleware must come before AuthenticationMiddleware, or "
+     "request.user is anonymous in every view."),
+    ("Running the tests", "Use pytest -x from the repository root; the browser tests need chromium installed."),
+    ("Release checklist", "Bump the version, tag the commit, build the wheel and publish it to the index."),
+    ("Cache invalidation", "Entries are keyed by the user and the query; a write bumps the user's version."),
+    ("Rate limits", "Each API key gets 60 requests a minute; a burst of 10 is allowed before 429 answers."),
+]
+SEARCHES = ["database dumps", "where are backups of postgres kept", "middlware order", "how do I run the tests",
+            "publish a new version", "cache keyed by user", "too many requests answer", "release checklist"]
 
 
 def rss_mb(pid: int) -> float:
@@ -71,23 +100,111 @@ def short_id(text: str) -> str:
     return found.group(1)
 
 
+def base_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
+    env.update(PILLBOX_HOME=str(home), PILLBOX_USER="bench", **extra)
+    return env
+
+
+def started(cwd: Path, env: dict[str, str]) -> Server:
+    server = Server(cwd, env)
+    server.request(
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    )
+    server.notify("notifications/initialized")
+    server.request("tools/list")
+    return server
+
+
+def stop(server: Server) -> None:
+    assert server.process.stdin is not None
+    server.process.stdin.close()
+    server.process.wait(timeout=30)
+
+
+def timed_call(server: Server, tool: str, **arguments: object) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    text = server.call(tool, **arguments)
+    return (time.perf_counter() - t0) * 1000, text
+
+
+def make_model_file(cache: Path) -> None:
+    """The int8 model file, made once before the timed servers start (what a machine's first server does)."""
+    code = ("import django; django.setup(); from pillbox import semantic; "
+            "import sys; sys.exit(0 if semantic.embedder() is not None else semantic.failure())")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
+                   env={**base_env(cache.parent / "prepare"), "EMBEDDINGS": "on", "EMBEDDINGS_CACHE": str(cache),
+                        "DJANGO_SETTINGS_MODULE": "config.settings"})
+
+
+def session(tmp: Path, cache: Path, *, meaning: bool) -> dict[str, float]:
+    """A fresh server: 60 stores, 40 searches; then the first call of another fresh server is a search."""
+    name = "on" if meaning else "off"
+    project = tmp / f"project-{name}"
+    project.mkdir()
+    env = base_env(tmp / f"home-{name}", EMBEDDINGS=name, EMBEDDINGS_CACHE=str(cache))
+    server = started(project, env)
+    start = rss_mb(server.process.pid)
+    bottle = short_id(server.call("bottle_create", name=f"memory-{name}", display_name="Memory"))
+    rx = short_id(server.call("prescription_open", bottle_id=bottle, title="Session", author_name="B",
+                              author_email="b@example.com"))
+    stores = []
+    for i in range(60):
+        title, content = TOPICS[i % len(TOPICS)]
+        ms, _ = timed_call(server, "pill_store", prescription_id=rx, title=f"{title} ({i})",
+                           content=f"{content} Noted in step {i} of the session; see ticket {1000 + i}.",
+                           compound="decision", author_name="B", author_email="b@example.com")
+        stores.append(ms)
+    searches = [timed_call(server, "pill_search", query=SEARCHES[i % len(SEARCHES)])[0] for i in range(40)]
+    end = rss_mb(server.process.pid)
+    stop(server)
+    server = started(project, env)
+    setup, _ = timed_call(server, "bottle_list")  # the first call waits for Django's setup, not for the model
+    first, text = timed_call(server, "pill_search", query="where are backups of postgres kept")
+    stop(server)
+    return {"start": start, "end": end, "store_max": max(stores), "store_p50": statistics.median(stores),
+            "search_p50": statistics.median(searches), "setup": setup, "first": first,
+            "first_semantic": float("used_semantic: true" in text)}
+
+
+def run_sessions(tmp: Path) -> tuple[dict[str, float], dict[str, float]]:
+    cache = tmp / "models"
+    make_model_file(cache)
+    on, off = session(tmp, cache, meaning=True), session(tmp, cache, meaning=False)
+    print("| session (60 stores, 40 searches) | RSS after handshake | RSS at the end | slowest store | store p50 | "
+          "search p50 | a fresh server: first call (setup), then first search |\n|---|---|---|---|---|---|---|")
+    for label, row in (("meaning on", on), ("words only", off)):
+        note = " (by meaning)" if row["first_semantic"] else " (by words)"
+        print(f"| {label} | {row['start']:.1f} MB | {row['end']:.1f} MB | {row['store_max']:.0f} ms | "
+              f"{row['store_p50']:.1f} ms | {row['search_p50']:.1f} ms | {row['setup']:.0f} ms, then "
+              f"{row['first']:.0f} ms{note} |")
+    print(f"\ngoals: RSS on <= {GOAL_ON_MB:.0f} MB: {'ok' if on['end'] <= GOAL_ON_MB else 'MISSED'}, off <= "
+          f"{GOAL_OFF_MB:.0f} MB: {'ok' if off['end'] <= GOAL_OFF_MB else 'MISSED'}, slowest store <= 300 ms: "
+          f"{'ok' if on['store_max'] <= 300 else 'MISSED'}, first search by meaning <= 1 s: "
+          f"{'ok' if on['first'] <= 1000 and on['first_semantic'] else 'MISSED'}\n", flush=True)
+    return on, off
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--quick", action="store_true", help="the session part only; exit 1 over the guard")
     a = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="stdio_memory_")).resolve()
     try:
+        on, off = run_sessions(tmp)
+        if a.quick:
+            failures = [f"{label} {row['end']:.1f} MB > {line:.0f} MB"
+                        for label, row, line in (("meaning on", on, QUICK_ON_MB), ("words only", off, QUICK_OFF_MB))
+                        if row["end"] > line]
+            if failures:
+                print("QUICK CHECK FAILED: session RSS " + "; ".join(failures), file=sys.stderr)
+                return 1
+            print("quick check passed")
+            return 0
         (tmp / "project").mkdir()
-        env = {
-            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")
-        }
-        env.update(PILLBOX_HOME=str(tmp / "home"), PILLBOX_USER="bench")
-        server = Server(tmp / "project", env)
-        server.request(
-            "initialize",
-            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-        )
-        server.notify("notifications/initialized")
+        server = started(tmp / "project", base_env(tmp / "home", EMBEDDINGS_CACHE=str(tmp / "models")))
         start = rss_mb(server.process.pid)
         bottle = short_id(server.call("bottle_create", name="memory", display_name="Memory"))
         rx = short_id(
@@ -125,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 server.call("capsule_store", title=f"Convention {i}", content="Use ruff.", compound="convention")
             if i + 1 in (a.calls // 2, a.calls):
                 marks[i + 1] = rss_mb(server.process.pid)
-        assert server.process.stdin is not None
-        server.process.stdin.close()
-        server.process.wait(timeout=20)
+        stop(server)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     half, full = marks[a.calls // 2], marks[a.calls]

@@ -763,6 +763,10 @@ def _semantic(target: Target, model: semantic.Embedder, query_vector: np.ndarray
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
     import numpy as np
     vectors = _vectors_of(target, model.key, query_vector.shape[0])
+    if 0 < vectors.missing <= semantic.BATCH:
+        # Rows stored a moment ago whose backfill has not run yet: one model run (a few ms) makes them findable.
+        if semantic.catch_up(target.alias, target.kind):
+            vectors = _vectors_of(target, model.key, query_vector.shape[0])
     if vectors.missing:
         semantic.schedule_backfill(target.alias, target.kind)
     if not len(vectors.seqs) or vectors.matrix.shape[1] != query_vector.shape[0]:
@@ -952,12 +956,12 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
     lookup = covered >= FUZZY_COVERAGE * len(terms)
-    # A look-up whose words already fill the page keeps the word order, and rows found by meaning alone would
-    # come after the page: neither the query's embedding nor the similarities can change the answer's rows.
-    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    # A look-up (every term matched) is answered by its words, in their order: it pays neither for the query's
+    # embedding nor for the similarity scan. A model still loading is waited for briefly (a wait the time budget
+    # excuses, as a load once per process); until it is ready, search is by words.
     loading = time.monotonic()
-    model = None if page_full or budget.spent() else semantic.embedder()
-    budget.excuse(loading)  # the model is loaded once per process
+    model = None if lookup or budget.spent() else semantic.embedder(wait=semantic.SEARCH_WAIT)
+    budget.excuse(loading)
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:

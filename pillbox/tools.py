@@ -8,7 +8,7 @@ from typing import Any
 
 from config.mcp.arguments import Problem, read_arguments
 from config.mcp.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import original, selectors, services, texts
+from pillbox import original, selectors, semantic, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
@@ -398,4 +398,5 @@ TOOLSET = ToolSet(
     tools=tuple(TOOLS),
     internal_error_text="error: internal_error\nmessage: Something went wrong on the server; it has been logged. "
                         "Try again, and report it if it keeps happening.",
+    warm_up=semantic.preload,
 )

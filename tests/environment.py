@@ -6,9 +6,12 @@ sets Django up; nothing a test does may touch the real ~/.pillbox.
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ["PILLBOX_HOME"] = tempfile.mkdtemp(prefix="pillbox-test-home-")
 os.environ.pop("PILLBOX_ROOT", None)
 # Search by meaning loads a model; the suite's lexical contract runs without it. The tests of meaning
 # (tests/pillbox/test_recall.py) turn it on themselves.
 os.environ.setdefault("EMBEDDINGS", "off")
+# The int8 model file is made once (tens of seconds) and kept for later runs, inside the checkout.
+os.environ.setdefault("EMBEDDINGS_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "models"))

