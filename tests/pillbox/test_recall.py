@@ -148,7 +148,7 @@ def test_recall_a_word_known_to_any_searched_bottle_is_not_a_typo(site, operator
             await store(call, rx, "Blobs", "Everything is stored compressed")
             await call("bottle_vinculate", directory=str(alpha))
             found = await call("pill_search", query="stripe")
-            assert header(found.ok) == "Found 1 pill" and hit_ids(found.text) == [stripe]
+            assert header(found.ok) == "Found 1 pill\nmatch: all words" and hit_ids(found.text) == [stripe]
             assert "used_fuzzy" not in found.text
             typo = await call("pill_search", query="strpie")  # a real typo is still corrected
             assert stripe in hit_ids(typo.ok) and "used_fuzzy: true" in typo.text
@@ -193,7 +193,7 @@ def test_recall_rows_found_by_meaning_alone_count_in_found_n_after_the_words_mat
         async with http_session(site, alice.key) as call:
             words, target, *_ = await stocked(call, "ops", [WORDS_MATCH, PARAPHRASE_TARGET, *OTHERS])
             found = await call("pill_search", query="postgres backups")
-            assert header(found.ok) == "Found 2 pills\nused_semantic: true", found.text
+            assert header(found.ok) == "Found 2 pills\nmatch: all words\nused_semantic: true", found.text
             assert hit_ids(found.text) == [words, target]
 
     run(scenario())

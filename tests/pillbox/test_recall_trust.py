@@ -12,6 +12,7 @@ import pytest
 
 from pillbox import search as engine
 from tests.clients import run, stdio_client
+from tests.pillbox import test_recall
 from tests.pillbox.scenario import (
     caller_for,
     fresh_home,
@@ -22,8 +23,15 @@ from tests.pillbox.scenario import (
     site_fixture,  # noqa: F401 (a fixture)
     store,
 )
-from tests.pillbox import test_recall
-from tests.pillbox.test_recall import NONSENSE_QUERY, OTHERS, PARAPHRASE_QUERY, PARAPHRASE_TARGET, caller, header, stocked
+from tests.pillbox.test_recall import (
+    NONSENSE_QUERY,
+    OTHERS,
+    PARAPHRASE_QUERY,
+    PARAPHRASE_TARGET,
+    caller,
+    header,
+    stocked,
+)
 
 # The bundled model's fixtures, shared with test_recall.
 bundled_model = test_recall.bundled_model
@@ -175,18 +183,20 @@ def test_trust_the_cliff_never_cuts_a_right_answer_on_the_recall_set(alice, mean
 
 
 def test_trust_the_answer_says_how_many_weaker_matches_it_left_out(site, alice):
-    weak = [(f"Release note {n}", f"Release {n} shipped on a Tuesday.") for n in range(6)]
+    """A look-up: after the first 10 rows, rows matching one word of three fall under the cliff."""
+    weak = [(f"Release note {n}", f"Release {n} shipped on a Tuesday.") for n in range(14)]
 
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
-            stripe, *_ = await stocked(call, "shop", [("Stripe release webhooks", STRIPE[1]), *weak])
+            stripe, *rest = await stocked(call, "shop", [("Stripe release webhooks", STRIPE[1]), *weak])
             found = await call("pill_search", query="stripe release webhooks")
-            assert hit_ids(found.ok) == [stripe], found.text
-            assert header(found.text).startswith("Found 7 pills (showing 1)\nmatch: all words")
-            assert line(found.text, "more") == "6 weaker matches left out, far below the best; a limit above 20 " \
+            assert hit_ids(found.ok)[0] == stripe and len(hit_ids(found.text)) == 10, found.text
+            assert header(found.text).startswith("Found 15 pills (showing 10)\nmatch: all words")
+            assert line(found.text, "more") == "5 weaker matches left out, far below the best; a limit above 20 " \
                                                "shows them"
             everything = await call("pill_search", query="stripe release webhooks", limit=21)
-            assert len(hit_ids(everything.ok)) == 7 and line(everything.text, "more") is None
+            assert set(hit_ids(everything.ok)) == {stripe, *rest} and line(everything.text, "more") is None
+            assert header(everything.text).startswith("Found 15 pills\nmatch: all words")
 
     run(scenario())
 
