@@ -25,7 +25,15 @@
 --quick is the CI guard (about a minute on an idle machine): repeat 1, the n and p queries and 60 others, a
 200-pill subset holding their targets; 20,000 pills for latency, 80 of the queries there. Exits 1 when, with
 meaning, kind n MRR@10 < 0.60, kind p < 0.06 or overall < 0.44, or when the tool function's median (words
-only) is over twice P2's goal against the bare query's: strict over 4x, typo (kind b) over 6x.
+only) is over twice P2's goal against the bare query's: strict over 4x, typo (kind b) over 6x; and, on both the
+recall set and the conversational one (c), when a nonsense query finds anything, absent topics claim all words
+on over 30%, look-ups say all words on under 85%, typo answers name their correction on under 85%, questions'
+median answer is over 3,000 characters (4,600 on conversations, where the 2,500 goal is missed), or fused falls
+more than 0.05 below the better single signal on MRR@10 or R@5 of a kind.
+
+(c) Trust, on two kinds of memory: the recall set and bench/data/conversations_s1.json (--conversations), each
+with its absent-topic and nonsense queries (bench/data/absent_s1.json): words only, the model alone and fused per
+kind, and what the answers let an agent trust (see bench/README.md).
 
 The databases live in a temporary PILLBOX_HOME and project directories that are removed at the end.
 """
