@@ -20,12 +20,15 @@ Typos: when the strict pass finds nothing (and the query has at least 5 characte
 corrections worth offering, without scoring every indexed word). Beyond the seed, a term that no searched
 database knows (the union of their vocabularies, so a word in one bottle is never a typo for another) is
 expanded even when other terms matched, so one misspelled word is not silently dropped. Each term takes its
-``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a returned row contains an expansion word.
+``MAX_EXPANSIONS`` most similar words, among those a person could have meant (``plausible``; ``_expansions``).
+``used_fuzzy`` is set when a returned row contains an expansion word; each hit says how it matched the terms
+(``MATCHES``) and which corrections it matched, and the answer shows the first's and all of them.
 
 Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
 the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
 shown row was found by meaning alone). See ``_fused`` and ``search`` for how the two are weighed. Rows of the
-bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``.
+bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``. With ``cut``, rows far below the
+best are left out after the first ``CLIFF_HEAD`` (``cliff``) and counted.
 
 The constants were chosen by measurement with ``bench/pills_search.py`` on the shared public dataset.
 """
