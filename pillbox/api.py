@@ -571,7 +571,8 @@ class SearchView(PillboxView):
         operation_id="pillbox_search",
         summary="Search pills or capsules",
         description="As pill_search and capsule_search: give q, compound, or both. Prefixes match, accents and "
-        "case are ignored, misspelled words are corrected (used_fuzzy is then true).",
+        "case are ignored, misspelled words are corrected (used_fuzzy is then true, corrections names them), rows "
+        "close in meaning join (used_semantic), and match says how the first result matched the query.",
         parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK),
         responses=responses({200: SearchSerializer}, 400, 404),
     )
@@ -589,7 +590,8 @@ class SearchView(PillboxView):
             names = selectors.bottle_names(self.reach)
         found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
         data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
-                "ignored_terms": found.ignored_terms, "partial": found.partial, "results": found.hits}
+                "match": found.match or None, "corrections": found.corrections, "ignored_terms": found.ignored_terms,
+                "partial": found.partial, "results": found.hits}
         return Response(SearchSerializer(data, context={"bottle_names": names}).data)
 
 

@@ -20,12 +20,15 @@ Typos: when the strict pass finds nothing (and the query has at least 5 characte
 corrections worth offering, without scoring every indexed word). Beyond the seed, a term that no searched
 database knows (the union of their vocabularies, so a word in one bottle is never a typo for another) is
 expanded even when other terms matched, so one misspelled word is not silently dropped. Each term takes its
-``MAX_EXPANSIONS`` most similar words. ``used_fuzzy`` is set when a returned row contains an expansion word.
+``MAX_EXPANSIONS`` most similar words, among those a person could have meant (``plausible``; ``_expansions``).
+``used_fuzzy`` is set when a returned row contains an expansion word; each hit says how it matched the terms
+(``MATCHES``) and which corrections it matched, and the answer shows the first's and all of them.
 
 Meaning (``pillbox.semantic``): the query's sentence embedding is compared with every reachable row's vector;
 the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
 shown row was found by meaning alone). See ``_fused`` and ``search`` for how the two are weighed. Rows of the
-bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``.
+bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``. With ``cut``, rows far below the
+best are left out after the first ``CLIFF_HEAD`` (``cliff``) and counted.
 
 The constants were chosen by measurement with ``bench/pills_search.py`` on the shared public dataset.
 """
@@ -33,6 +36,7 @@ The constants were chosen by measurement with ``bench/pills_search.py`` on the s
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import sys
 import time
@@ -48,7 +52,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler
+from rapidfuzz.distance import OSA, JaroWinkler
 
 from config.lru import BoundedLru
 from pillbox import semantic, snippets
@@ -79,6 +83,9 @@ SNIPPET_TOKENS = 24
 # search's cost grows with its terms (FTS5's OR, coverage, typo expansions): 32 is far beyond a person's query
 # (the recall set's longest has 12) and bounds what a 1,000-character query of 200 words can cost.
 MAX_TERMS = 32
+# A correction a person could plausibly have meant (see plausible()): on the public recall set every typo of
+# kind b is one edit from its word (39 of 39 kept); nonsense words are two or more from any indexed word.
+LONG_TYPO = 8  # a typed word this long may be two edits from the word meant; a shorter one, one edit
 # bm25 column weights (title, content, compound): with the coverage re-rank, 3-4x on the title ranks best
 # (bench MRR@10 0.989 at 3,1,1; 0.981 at 1,1,1) without costing content-only queries (kind e 0.969 either way).
 WEIGHTS = (3.0, 1.0, 1.0)
@@ -91,9 +98,32 @@ BM25_WEIGHT = 0.099
 # after the words' rows); otherwise the words missed something and meaning weighs in fully. Any weight on
 # look-ups cost them (kind a 1.000 -> 0.988 at 0.01, 0.983 at 0.05); one weight for every query lost 0.02-0.05
 # MRR on look-ups for the same gain on n and p.
+# Calibrated since on two kinds of memory (the public commit history and a conversational set, one pill per
+# turn; bench/pills_search.py --conversations): the weight follows the share of the query's terms its best row
+# matches. A look-up (all) keeps the word order; half or more: 3x; less than half (a paraphrase, a question in
+# other words): the cosine decides (100x) and the words only break ties. One weight of 3 for every partial match
+# left paraphrases below the model alone (conversations MRR@10 0.501 against 0.644; public p 0.157 / 0.166).
 SIMILARITY_WEIGHT = 3.0
+WEAK_SIMILARITY_WEIGHT = 100.0
+WEAK_SHARE = 0.5  # under this share of the terms matched by the best row, the query's words are weak
 LOOKUP_SIMILARITY_WEIGHT = 0.0
+# In a look-up, rows found by meaning alone are ranked by their cosine below the words' rows (whose score is at
+# least 0.9 / terms): without it they tied at 0, newest first, and a conversational look-up's answer sat 9th.
+ALONE_AFTER_LOOKUP = 0.01
+# Beside the words' rows, rows found by meaning alone need the model's floor less this (conversational
+# paraphrases: MRR@10 0.646 at 0.20, 0.560 at 0.30).
+BESIDE_WORDS_MARGIN = 0.10
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
+# The relevance cliff (see cliff()), at a limit up to CLIFF_LIMIT: after the first CLIFF_HEAD rows (so MRR@10
+# never moves), rows scoring under a share of the best row's score are left out and counted. Measured on the
+# public recall set and the conversational one, with and without meaning: beyond the 10th row, a right answer
+# to a look-up (every term matched) scored at least 0.994 of the best, while rows matching fewer terms score
+# 0.67 or less; for other queries a right answer was seen at 0.244 (conversational multi-hop), so their cliff
+# stays low and rarely cuts.
+CLIFF_HEAD = 10
+CLIFF_LOOKUP = 0.7
+CLIFF_OTHER = 0.15
+CLIFF_LIMIT = 20
 CURRENT_BOTTLE_BOOST = 0.05  # half the bm25 spread among rows matching as many terms: ahead only when comparable
 WORDS_APART = re.compile(r"([^\W_]+)")  # WORD, kept by re.split between the text around the words
 COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
@@ -416,6 +446,14 @@ class Hit:
     # its bm25 normalised within its database to (0, 1] (1 for the best): higher is better, and comparable
     # across databases. 1.0 for a listing by compound.
     score: float
+    match: str = ""  # how the row matched the query's meaningful terms: one of MATCHES ("" in a listing)
+    corrected: tuple[tuple[str, str], ...] = ()  # (typed, indexed word) of the corrections the row matched
+
+
+# How a row matched the query's meaningful terms: every one as typed; every one, some through a correction;
+# some of them; none (found by meaning alone).
+ALL_WORDS, CORRECTED_WORDS, SOME_WORDS, MEANING = "all words", "corrected words", "some words", "meaning"
+MATCHES = (ALL_WORDS, CORRECTED_WORDS, SOME_WORDS, MEANING)
 
 
 @dataclass(frozen=True)
@@ -426,6 +464,20 @@ class Found:
     used_semantic: bool = False  # a shown hit was found by meaning alone
     ignored_terms: int = 0  # distinct meaningful terms beyond MAX_TERMS, left out of the search
     partial: bool = False  # the time budget ran out: the answer is what was found by then
+    more: int = 0  # rows left out below the relevance cliff (see cliff())
+
+    @property
+    def match(self) -> str:
+        """How the first row matched the query (``MATCHES``), "" without hits or for a listing."""
+        return self.hits[0].match if self.hits else ""
+
+    @property
+    def corrections(self) -> list[tuple[str, str]]:
+        """The corrections the shown rows matched, in the order of the rows, each once."""
+        seen: dict[tuple[str, str], None] = {}
+        for hit in self.hits:
+            seen.update(dict.fromkeys(hit.corrected))
+        return list(seen)
 
 
 class _Budget:
@@ -469,6 +521,7 @@ class _Coverage:
     def __init__(self, terms: list[str], expansions: dict[str, list[str]]) -> None:
         self.terms = terms
         self.fuzzy = [frozenset(expansions.get(term, ())) for term in terms]
+        self.corrections = [expansions.get(term, []) for term in terms]  # most similar first
         self._first: dict[str, int | None] = {}  # a folded word -> the first term matching it (rows share words)
 
     def of(self, text: str) -> tuple[float, bool]:
@@ -486,6 +539,25 @@ class _Coverage:
                 covered += FUZZY_COVERAGE
                 expanded = True
         return covered, expanded
+
+    def matched(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """How a row found by words matched (``MATCHES``), and the corrections it matched (typed, word): read as
+        ``of`` reads a row, once, as its words."""
+        words = sorted(set(WORD.findall(_quick_fold(text))))
+        present = set(words)
+        typed = 0
+        corrected = []
+        for term, fixes in zip(self.terms, self.corrections, strict=True):
+            at = bisect.bisect_left(words, term)
+            if at < len(words) and words[at].startswith(term):
+                typed += 1
+            elif found := next((word for word in fixes if word in present), None):
+                corrected.append((term, found))
+        if typed == len(self.terms):
+            return ALL_WORDS, ()
+        if typed + len(corrected) == len(self.terms):
+            return CORRECTED_WORDS, tuple(corrected)
+        return SOME_WORDS, tuple(corrected)
 
     def snippet(self, text: str) -> str:
         """Up to ``SNIPPET_TOKENS`` words of ``text`` around the most query terms, '…' where it is cut.
@@ -803,6 +875,9 @@ def _fused(candidate: _Candidate, terms: int, *, meaning: float | None) -> float
     words = candidate.coverage + BM25_WEIGHT * candidate.closeness
     if meaning is None:
         return words
+    if not meaning and not candidate.coverage:
+        # A look-up: rows found by meaning alone come after every row of the words, the closest first.
+        return ALONE_AFTER_LOOKUP * candidate.similarity
     return words / max(terms, 1) + meaning * candidate.similarity
 
 
@@ -832,8 +907,9 @@ def _scored(target: Target, candidates: list[_Candidate], rows: dict[int, tuple[
         # Past the time budget, a row shows its beginning instead of the words around the query's terms.
         shown = snippets.head(content, snippets.LISTING_WIDTH) if budget is not None and budget.spent() \
             else " ".join(coverage.snippet(content).split())
+        match, corrected = coverage.matched(f"{title}\n{content}\n{compound_}") if candidate.coverage else (MEANING, ())
         hit = Hit(id=as_uuid(id_hex), seq=candidate.seq, compound=compound_, title=title,
-                  snippet=shown, bottle_id=bottle, score=score)
+                  snippet=shown, bottle_id=bottle, score=score, match=match, corrected=corrected)
         hits.append(hit)
         if candidate.expanded:
             expanded.add(hit.id)
@@ -883,19 +959,72 @@ def _merge(results: list[list[Hit]], limit: int, *, by_score: bool) -> list[Hit]
     return [hit for _, hit in ranked[:limit]]
 
 
+def plausible(typed: str, word: str) -> bool:
+    """Whether a person typing ``typed`` could have meant ``word``: one edit apart (a substitution, insertion,
+    deletion or swap of neighbours; two for a word of ``LONG_TYPO`` characters or more), starting with the
+    same letter or with the first two swapped. Jaro-Winkler alone takes 'plorbt' for 'port'."""
+    if not (word[0] == typed[0] or word[:2] == typed[1::-1]):
+        return False
+    return OSA.distance(typed, word, score_cutoff=2 if len(typed) >= LONG_TYPO else 1) <= (
+        2 if len(typed) >= LONG_TYPO else 1)
+
+
+@functools.cache
+def language_words() -> frozenset[str]:
+    """The whole words of the bundled model's word-piece vocabulary (about 22,000 English words and common
+    names): what tells a real word from a typo or from nonsense. Empty (those checks off) without the model's
+    package."""
+    try:
+        path = semantic.bundled_model_dir() / "vocab.txt"
+        return frozenset(word for word in path.read_text(encoding="utf-8").split() if word.isalpha())
+    except (semantic.ModelIntegrityError, OSError):
+        return frozenset()
+
+
+INFLECTIONS = ("s", "es", "ed", "d", "ing", "er", "ers", "ly")  # what a word of the list may end with besides
+
+
+def worded(terms: list[str]) -> bool:
+    """Whether most of the terms are words of the language (``language_words``, or one of them with an ending
+    of ``INFLECTIONS``): rows found by meaning alone answer only such a query, since the model finds 'Flake'
+    close to 'flibber wobnak' (cosine 0.60)."""
+    words = language_words()
+
+    def word(term: str) -> bool:
+        return term in words or any(term.endswith(end) and term[:-len(end)] in words for end in INFLECTIONS)
+
+    return not words or 2 * sum(map(word, terms)) > len(terms)
+
+
 def _expansions(words: Vocabulary, terms: list[str], expand_all: bool,
                 known: Callable[[str], bool]) -> dict[str, list[str]]:
     """Typo expansions: every term of 4+ characters with ``expand_all``, else only those that no searched
     database knows (``known`` looks across all of them: a word one bottle lacks is not a typo when another
-    bottle has it)."""
+    bottle has it). Only plausible() corrections, and none when most of the query's terms are neither known
+    nor correctable: 'xyzzy plugh' is not a typo of 'plug'. A word of the language (``language_words``) is
+    corrected only beside a term the memory knows as typed ('mach actual date', not 'bake a cake'), and never
+    to a word it begins or that begins it ('user' is not a typo of 'use', nor 'stored' of 'store')."""
     typed = set(terms)
     out = {}
+    anchored = any(known(term) for term in terms)
+    language = language_words()
     for term in terms:
-        if len(term) >= MIN_FUZZY_TERM and (expand_all or not known(term)):
-            near = [word for word in words.near(term) if word not in typed]
+        if len(term) >= MIN_FUZZY_TERM and (expand_all or not known(term)) and (anchored or term not in language):
+            near = [word for word in words.near(term) if word not in typed and plausible(term, word)
+                    and not (term in language and (word.startswith(term) or term.startswith(word)))]
             if near:
                 out[term] = near
-    return out
+    understood = sum(1 for term in terms if term in out or known(term))
+    return out if 2 * understood > len(terms) else {}
+
+
+def cliff(hits: list[Hit], share: float) -> int:
+    """How many of the ranked hits to show: the first ``CLIFF_HEAD``, then those scoring at least ``share`` x
+    the first's."""
+    if len(hits) <= CLIFF_HEAD or hits[0].score <= 0:
+        return len(hits)
+    bar = share * hits[0].score
+    return next((at for at in range(CLIFF_HEAD, len(hits)) if hits[at].score < bar), len(hits))
 
 
 def _widened(budget: _Budget, words: Vocabulary, terms: list[str], expand_all: bool,
@@ -909,9 +1038,10 @@ def _widened(budget: _Budget, words: Vocabulary, terms: list[str], expand_all: b
 
 
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
-           current: frozenset[uuid.UUID] = frozenset()) -> Found:
+           current: frozenset[uuid.UUID] = frozenset(), cut: bool = False) -> Found:
     """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
-    (where the caller's working directory is) rank ahead of others at comparable relevance."""
+    (where the caller's working directory is) rank ahead of others at comparable relevance. With ``cut``, rows
+    far below the best are left out (``cliff``) and counted in ``Found.more``."""
     targets = [target for target in targets if target.kind == "capsule" or target.bottles]
     if not query:
         assert compound is not None
@@ -956,19 +1086,24 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
 
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
     lookup = covered >= FUZZY_COVERAGE * len(terms)
-    # A look-up (every term matched) is answered by its words, in their order: it pays neither for the query's
-    # embedding nor for the similarity scan. A model still loading is waited for briefly (a wait the time budget
+    # A look-up (every term matched) keeps its words' order, and rows found by meaning alone come after its words'
+    # rows: when those already fill the page, neither the query's embedding nor the similarity scan can change the
+    # answer, and neither is paid for. A model still loading is waited for briefly (a wait the time budget
     # excuses, as a load once per process); until it is ready, search is by words.
+    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
     loading = time.monotonic()
-    model = None if lookup or budget.spent() else semantic.embedder(wait=semantic.SEARCH_WAIT)
+    model = None if page_full or budget.spent() else semantic.embedder(wait=semantic.SEARCH_WAIT)
     budget.excuse(loading)
     query_vector = semantic.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
     if model is not None and query_vector is not None:
-        meaning = LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT
-        # With nothing found by words, only a row very close in meaning may make the answer non-empty.
+        meaning = (LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT if covered >= WEAK_SHARE * len(terms)
+                   else WEAK_SIMILARITY_WEIGHT)
+        # With nothing found by words, only a row very close in meaning may make the answer non-empty, and only
+        # for a query made of words (worded()).
         words_found = any(lexical for _, lexical, _, _ in passes)
-        floor = model.floor if words_found else model.floor + semantic.ALONE_MARGIN
+        floor = (model.floor - BESIDE_WORDS_MARGIN if words_found
+                 else model.floor + semantic.ALONE_MARGIN if worded(terms) else 2.0)
     results = []
     total = 0
     for target, (expansions, lexical, lexical_total, rows) in zip(targets, passes, strict=True):
@@ -982,8 +1117,10 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         results.append(_scored(target, candidates, rows, _Coverage(terms, expansions), len(terms), limit,
                                meaning=meaning, boosted=current, budget=budget))
     hits = _merge([r.hits for r in results], limit, by_score=True)
+    shown = cliff(hits, CLIFF_LOOKUP if lookup else CLIFF_OTHER) if cut else len(hits)
+    more, hits = len(hits) - shown, hits[:shown]
     expanded = set().union(*(r.expanded for r in results))
     by_meaning_ids = set().union(*(r.by_meaning for r in results))
     return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
                  used_semantic=any(hit.id in by_meaning_ids for hit in hits), ignored_terms=ignored,
-                 partial=budget.cut)
+                 partial=budget.cut, more=more)

@@ -16,7 +16,7 @@ from rest_framework import serializers
 from api.base import ShortIdField
 from pillbox import ids
 from pillbox.models import Bottle, Capsule, Pill, Prescription
-from pillbox.search import Hit
+from pillbox.search import MATCHES, Hit
 from pillbox.selectors import BottleSummary
 from pillbox.texts import iso, shown_directory
 
@@ -145,6 +145,12 @@ class HitSerializer(serializers.Serializer[Hit]):
     snippet = serializers.CharField(allow_blank=True)
     bottle = serializers.SerializerMethodField(help_text="The pill's bottle; null for a capsule.")
     bottle_name = serializers.SerializerMethodField(help_text="The pill's bottle's name; null for a capsule.")
+    match = serializers.SerializerMethodField(
+        help_text="How this row matched the query's meaningful words; null in a listing by compound.")
+
+    @extend_schema_field({"type": ["string", "null"], "enum": [*MATCHES, None]})
+    def get_match(self, hit: Any) -> str | None:
+        return hit.match or None
 
     @extend_schema_field({"type": ["string", "null"], "pattern": "^[0-9a-f]{12}$"})
     def get_bottle(self, hit: Any) -> str | None:
@@ -153,6 +159,17 @@ class HitSerializer(serializers.Serializer[Hit]):
     @extend_schema_field({"type": ["string", "null"]})
     def get_bottle_name(self, hit: Any) -> str | None:
         return self.context["bottle_names"].get(hit.bottle_id) if hit.bottle_id else None
+
+
+class CorrectionSerializer(serializers.Serializer[tuple[str, str]]):
+    typed = serializers.SerializerMethodField(help_text="The word as the query had it.")
+    word = serializers.SerializerMethodField(help_text="The stored word it was read as.")
+
+    def get_typed(self, pair: tuple[str, str]) -> str:
+        return pair[0]
+
+    def get_word(self, pair: tuple[str, str]) -> str:
+        return pair[1]
 
 
 class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
@@ -165,6 +182,13 @@ class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
     # Declared fields leave the class for _declared_fields (DRF's metaclass): no clash with BaseSerializer.partial.
     partial = serializers.BooleanField(  # type: ignore[assignment]
         help_text="True when the search reached its time budget: the results are those found by then.")
+    match = serializers.ChoiceField(
+        choices=MATCHES, allow_null=True,
+        help_text="How the first result matched the query's meaningful words: all words (as typed), corrected "
+        "words (all, some through a typo correction), some words, or meaning (none: found by meaning alone); "
+        "null without results or for a listing by compound.")
+    corrections = CorrectionSerializer(
+        many=True, help_text="The typo corrections the results matched, each as typed and as corrected.")
     results = HitSerializer(many=True)
 
 

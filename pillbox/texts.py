@@ -13,7 +13,7 @@ from pathlib import Path
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
 from pillbox.models import Bottle, Capsule, Pill, Prescription
-from pillbox.search import MAX_TERMS, Found
+from pillbox.search import CLIFF_LIMIT, MAX_TERMS, Found
 from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
 
 CONTEXT_SNIPPET = 300
@@ -228,6 +228,10 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, 
     header = f"Found {plural(found.total, noun)}"
     if found.total > len(found.hits):
         header += f" (showing {len(found.hits)})"
+    if found.match:
+        header += f"\nmatch: {found.match}"
+    if found.corrections:
+        header += "\ncorrected: " + ", ".join(f"{typed} → {word}" for typed, word in found.corrections)
     header += search_limits(found)
     if found.used_fuzzy:
         header += "\nused_fuzzy: true"
@@ -236,6 +240,9 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, 
     if current_bottle and len({hit.bottle_id for hit in found.hits}) > 1:
         # Pills of several bottles are shown: say which one ranked first for being the working directory's.
         header += f"\ncurrent_bottle: {current_bottle}"
+    if found.more:
+        header += f"\nmore: {found.more} weaker match{'' if found.more == 1 else 'es'} left out, far below the best; " \
+                  f"a limit above {CLIFF_LIMIT} shows them"
     blocks = [header]
     for hit in found.hits:
         pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", hit.compound), ("title", hit.title)]

@@ -13,7 +13,7 @@ from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
 from pillbox.original import CONTENT_LIMIT
-from pillbox.search import Target, search
+from pillbox.search import CLIFF_LIMIT, Target, search
 
 
 def _string(low: int, high: int, description: str) -> dict[str, Any]:
@@ -34,6 +34,15 @@ AUTHOR_EMAIL = _string(1, 255, "Email of the person the agent works for (git con
 BOTTLE_ID = _string(1, 255, "A bottle's id from bottle_list or bottle_create (12 hex digits, a full UUID or a "
                             "prefix of at least 8 hex digits), or the bottle's name.")
 QUERY = _string(1, 1000, 'Words to look for; typos are tolerated. Operators and quotes are plain text.')
+# What a search answer's lines mean (pill_search and capsule_search).
+SEARCH_ANSWER = (
+    "The answer's 'match:' line says how the first row matched your meaningful words: 'all words' (as typed), "
+    "'corrected words' (all, some through a typo correction), 'some words', or 'meaning' (none: found by "
+    "meaning alone). 'corrected: typed → word' names each correction used; used_fuzzy: true means a shown "
+    "row matched only through one, used_semantic: true that a shown row was found by meaning alone. "
+    f"'more: N weaker matches' counts rows left out far below the best (a limit above {CLIFF_LIMIT} shows "
+    "them). 'No pills found.' means nothing close to the query was stored: not a search failure."
+)
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
                         "when the strict pass finds nothing."}
@@ -156,11 +165,12 @@ def pill_discard(reach: Reach, id: str) -> str:
 
 @tool(
     "pill_search",
-    "Search pills by words in their title, content and compound, across every bottle you can reach (or one "
-    "bottle). Prefixes match ('auth' finds 'authentication'), accents and case are ignored, any word may match "
-    "(best matches first), and misspelled words are corrected (the answer then says used_fuzzy: true). Give a "
-    "query, a compound, or both; a compound alone lists that compound, newest first. A query's first 32 distinct "
-    "words are searched (ignored_terms says how many more were not).",
+    "Search pills by words and by meaning, across every bottle you can reach (or one bottle). Ask in plain "
+    "words or a whole sentence ('where are login sessions stored?'): rows close in meaning are found even "
+    "without a shared word. Prefixes match ('auth' finds 'authentication'), accents and case are ignored, "
+    "best matches first. " + SEARCH_ANSWER + " Give a query, a compound, or both; a compound alone lists "
+    "that compound, newest first. A query's first 32 distinct words are searched (ignored_terms says how "
+    "many more were not).",
     {"query": QUERY, "bottle_id": BOTTLE_ID, "compound": COMPOUND, "limit": _limit(20, 100, "pills"),
      "fuzzy": FUZZY},
     read_only=True,
@@ -172,7 +182,7 @@ def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
     targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
     current = current_bottle(reach)
     found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy,
-                   current=frozenset([current.bottle_id]) if current else frozenset())
+                   current=frozenset([current.bottle_id]) if current else frozenset(), cut=limit <= CLIFF_LIMIT)
     return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach),
                                 current_bottle=current.name if current else None)
 
@@ -232,10 +242,10 @@ def capsule_discard(reach: Reach, id: str) -> str:
 
 @tool(
     "capsule_search",
-    "Search your capsules (shared, cross-project memory) by words in title, content and compound: prefixes "
-    "match, accents and case are ignored, misspellings are corrected (used_fuzzy: true). Give a query, a "
-    "compound, or both. A query's first 32 distinct words are searched (ignored_terms says how many more were "
-    "not).",
+    "Search your capsules (shared, cross-project memory) by words and by meaning: ask in plain words or a "
+    "whole sentence; prefixes match, accents and case are ignored. " + SEARCH_ANSWER.replace("pills", "capsules")
+    + " Give a query, a compound, or both. A query's first 32 distinct words are searched (ignored_terms says how "
+    "many more were not).",
     {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY},
     read_only=True,
 )
@@ -243,7 +253,7 @@ def capsule_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = No
                    compound: str | None = None) -> str:
     _require_query_or_compound(query, compound)
     target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk)
-    found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy)
+    found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy, cut=limit <= CLIFF_LIMIT)
     return texts.search_results(found, noun="capsule", bottle_names=None)
 
 

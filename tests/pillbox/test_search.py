@@ -47,11 +47,13 @@ def test_search_prefix_finds_longer_words_and_names_the_bottle(site, alice):
                                        ("Unrelated", "Nothing to see"))
         for query in ("auth", "AUTH", "authent", "authentication"):
             found = await call("pill_search", query=query)
-            assert found.ok == (f"Found 1 pill\n\nid: {auth}\ncompound: decision\ntitle: Authentication flow\n"
-                                f"bottle: web-app\nsnippet: {fields(found.text)['snippet']}"), query
+            assert found.ok == (f"Found 1 pill\nmatch: all words\n\nid: {auth}\ncompound: decision\n"
+                                f"title: Authentication flow\nbottle: web-app\n"
+                                f"snippet: {fields(found.text)['snippet']}"), query
             assert "PKCE" in fields(found.text)["snippet"]
         longer = await call("pill_search", query="authentications")
-        assert header(longer.ok) == "Found 1 pill\nused_fuzzy: true" and hit_ids(longer.text) == [auth]
+        assert header(longer.ok) == ("Found 1 pill\nmatch: corrected words\ncorrected: authentications → "
+                                     "authentication\nused_fuzzy: true") and hit_ids(longer.text) == [auth]
         assert hit_ids((await call("pill_search", query="pkce")).ok) == [auth]
         assert hit_ids((await call("pill_search", query="decision")).ok) == [auth]  # compound is indexed too
 
@@ -82,7 +84,7 @@ def test_search_ranks_pills_matching_more_words_first(site, alice):
         )
         for query in ("payment backoff", "backoff payment", "payment-backoff", "payment/backoff"):
             found = await call("pill_search", query=query)
-            assert header(found.ok) == "Found 2 pills", query
+            assert header(found.ok) == "Found 2 pills\nmatch: all words", query
             assert hit_ids(found.text) == [both, one], query
         # Either word alone is enough to be found (OR).
         assert hit_ids((await call("pill_search", query="indexer payment")).ok) in ([one, both], [both, one])
@@ -109,7 +111,8 @@ def test_search_falls_back_to_fuzzy_on_a_typo(site, alice):
         _, (auth, _) = await stock(call, "typos", ("Authentication flow", "Tokens and sessions"),
                                    ("Billing", "Invoices monthly"))
         found = await call("pill_search", query="authentcation")
-        assert header(found.ok) == "Found 1 pill\nused_fuzzy: true"
+        assert header(found.ok) == ("Found 1 pill\nmatch: corrected words\ncorrected: authentcation → "
+                                    "authentication\nused_fuzzy: true")
         assert hit_ids(found.text) == [auth]
         assert hit_ids((await call("pill_search", query="sesions tokns")).ok) == [auth]
         # Words under 4 characters are never expanded.
@@ -131,8 +134,11 @@ def test_search_counts_one_misspelled_word_among_correct_ones(site, alice):
         )
         plain = await call("pill_search", query="database")
         assert hit_ids(plain.ok) == [index] and "used_fuzzy" not in plain.text
-        mixed = await call("pill_search", query="database migrashun")
-        assert header(mixed.ok) == "Found 2 pills\nused_fuzzy: true"
+        mixed = await call("pill_search", query="database migraiton")
+        assert header(mixed.ok) == ("Found 2 pills\nmatch: some words\ncorrected: migraiton → migration\n"
+                                    "used_fuzzy: true")
+        # Three edits from any word: not a typo a person makes of 'migration' (plausible()).
+        assert hit_ids((await call("pill_search", query="database migrashun")).ok) == [index]
         assert set(hit_ids(mixed.text)) == {index, migration}
 
     search_as(site, alice.key, scenario)
@@ -145,7 +151,7 @@ def test_search_fuzzy_true_expands_every_word_at_once(site, alice):
         strict = await call("pill_search", query="color")
         assert hit_ids(strict.ok) == [us] and "used_fuzzy" not in strict.text
         fuzzy = await call("pill_search", query="color", fuzzy=True)
-        assert header(fuzzy.ok) == "Found 2 pills\nused_fuzzy: true"
+        assert header(fuzzy.ok) == "Found 2 pills\nmatch: all words\ncorrected: color → colour\nused_fuzzy: true"
         assert hit_ids(fuzzy.text) == [us, uk]
         assert (await call("pill_search", query="color", fuzzy=False)).ok == strict.text
 
@@ -181,13 +187,15 @@ def test_search_limit_cuts_and_says_how_many_were_found(site, alice):
     async def scenario(call: Call) -> None:
         _, made = await stock(call, "many", *[(f"Cache note {n}", f"Redis cache detail {n}") for n in range(23)])
         default = await call("pill_search", query="cache")
-        assert header(default.ok) == "Found 23 pills (showing 20)" and len(hit_ids(default.text)) == 20
+        assert header(default.ok) == "Found 23 pills (showing 20)\nmatch: all words"
+        assert len(hit_ids(default.text)) == 20
         five = await call("pill_search", query="redis", limit=5)
-        assert header(five.ok) == "Found 23 pills (showing 5)" and len(hit_ids(five.text)) == 5
+        assert header(five.ok) == "Found 23 pills (showing 5)\nmatch: all words" and len(hit_ids(five.text)) == 5
         everything = await call("pill_search", query="cache", limit=100)
-        assert header(everything.ok) == "Found 23 pills" and set(hit_ids(everything.text)) == set(made)
+        assert header(everything.ok) == "Found 23 pills\nmatch: all words"
+        assert set(hit_ids(everything.text)) == set(made)
         single = await call("pill_search", query="cache note 7 detail", limit=1)
-        assert header(single.ok) == "Found 23 pills (showing 1)"
+        assert header(single.ok) == "Found 23 pills (showing 1)\nmatch: all words"
 
     search_as(site, alice.key, scenario)
 
@@ -265,12 +273,12 @@ def test_search_hides_discarded_pills_prescriptions_and_capsules(site, alice):
             found = await call("pill_search", query=query, fuzzy=fuzzy)
             assert set(hit_ids(found.ok)) <= {kept}, (query, found.text)
         assert hit_ids((await call("pill_search", query="webhook")).ok) == [kept]
-        assert header((await call("pill_search", query="webhook")).ok) == "Found 1 pill"
+        assert header((await call("pill_search", query="webhook")).ok) == "Found 1 pill\nmatch: all words"
         assert hit_ids((await call("pill_search", compound="ops")).ok) == [kept]
         assert (await call("pill_search", query="forever never")).ok == "No pills found."
         assert hit_ids((await call("capsule_search", query="webhook style")).ok) == [cap_kept]
         assert hit_ids((await call("capsule_search", compound="ops")).ok) == [cap_kept]
-        assert header((await call("capsule_search", query="payloads")).ok) == "Found 1 capsule"
+        assert header((await call("capsule_search", query="payloads")).ok) == "Found 1 capsule\nmatch: all words"
 
     search_as(site, alice.key, scenario)
 
@@ -301,13 +309,15 @@ def test_search_capsules_by_words_compound_and_typos(site, alice, bob):
                                              compound=compound)).ok)["id"])
         style, release, editor = stored
         found = await call("capsule_search", query="publish")
-        assert found.ok == (f"Found 1 capsule\n\nid: {release}\ncompound: workflow\ntitle: Release workflow\n"
-                            f"snippet: {fields(found.text)['snippet']}")
+        assert found.ok == (f"Found 1 capsule\nmatch: all words\n\nid: {release}\ncompound: workflow\n"
+                            f"title: Release workflow\nsnippet: {fields(found.text)['snippet']}")
         assert hit_ids((await call("capsule_search", query="NEOVIM lsp")).ok) == [editor]
         typo = await call("capsule_search", query="relase")
-        assert header(typo.ok) == "Found 1 capsule\nused_fuzzy: true" and hit_ids(typo.text) == [release]
+        assert header(typo.ok) == ("Found 1 capsule\nmatch: corrected words\ncorrected: relase → release\n"
+                                   "used_fuzzy: true") and hit_ids(typo.text) == [release]
         assert hit_ids((await call("capsule_search", compound="convention")).ok) == [style]
-        assert header((await call("capsule_search", query="with", limit=1)).ok) == "Found 2 capsules (showing 1)"
+        assert header((await call("capsule_search", query="with", limit=1)).ok) == (
+            "Found 2 capsules (showing 1)\nmatch: all words")
 
     search_as(site, alice.key, scenario)
 
@@ -344,7 +354,8 @@ def test_search_merges_two_local_bottles_linked_with_vinculate(site, operator, s
             linked = await mine("bottle_vinculate", directory=str(beta))
             assert fields(linked.ok)["status"] == "linked" and fields(linked.text)["bottle_id"] == beta_bottle
             found = await mine("pill_search", query="cache")
-            assert header(found.ok) == "Found 4 pills\ncurrent_bottle: alpha-app"  # the working directory's bottle
+            # The working directory's bottle is named.
+            assert header(found.ok) == "Found 4 pills\nmatch: all words\ncurrent_bottle: alpha-app"
             bottles = {r["id"]: r["bottle"] for r in records(found.text)[1:]}
             assert bottles == {**dict.fromkeys(alpha_pills, "alpha-app"), **dict.fromkeys(beta_pills, "beta-app")}
             # Every pill matches the one word: the working directory's bottle (alpha) leads, beta's follow.
@@ -376,7 +387,8 @@ def test_search_typo_correction_does_not_depend_on_other_users_pills(site, alice
         async with http_session(site, bob.key) as b, http_session(site, alice.key) as a:
             made = await bobs(b)
             alone = await bob_searches(b)
-            assert header(alone) == "Found 2 pills\nused_fuzzy: true" and set(hit_ids(alone)) == set(made)
+            assert header(alone) == ("Found 2 pills\nmatch: some words\ncorrected: zebrafish → zebrafisk\n"
+                                     "used_fuzzy: true") and set(hit_ids(alone)) == set(made)
             await stock(a, "alices", ("Zebrafish", "Alice's private lab notes"))
             assert await bob_searches(b) == alone
 

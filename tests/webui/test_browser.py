@@ -324,11 +324,15 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
     page.locator(".results.pills .hit").first.wait_for()
     assert page.locator(".fuzzy-note").is_visible()
     assert "Payments go through Stripe webhooks" in page.locator(".results.pills").inner_text()
+    # How the first result matched, and which correction was made.
+    assert page.locator("h2 .badge.match").first.inner_text() == "corrected words"
+    assert page.locator(".corrections").first.inner_text() == "corrected: webhoks → webhooks"
     shoot(page, "memory-search")
     page.fill("#q", "stripe webhooks")
     page.get_by_role("button", name="Search", exact=True).last.click()
     page.wait_for_url(re.compile(r"q=stripe\+webhooks"))
-    assert page.locator(".fuzzy-note").count() == 0
+    assert page.locator(".fuzzy-note").count() == 0 and page.locator(".corrections").count() == 0
+    assert page.locator("h2 .badge.match").first.inner_text() == "all words"
 
 
 @pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])
