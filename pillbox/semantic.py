@@ -428,7 +428,17 @@ def row_changed(alias: str, kind_name: str, row_id: uuid.UUID | str, *, stored: 
                 cursor.execute(f"DELETE FROM {kind.vectors} WHERE {kind.key} = %s", [_db_id(alias, row_id)])
     except Exception as exc:  # the row is written; a stale vector is replaced by the backfill
         logger.warning("Dropping a %s's old vector failed (%s); the backfill will replace it", kind_name, exc)
-    transaction.on_commit(lambda: schedule_backfill(alias, kind_name), using=alias)
+    transaction.on_commit(lambda: _after_write(alias, kind_name), using=alias)
+
+
+def _after_write(alias: str, kind_name: str) -> None:
+    if connections[alias].vendor == "sqlite" and connections[alias].is_in_memory_db():
+        # An in-memory database (the test suite's) lives in SQLite's shared cache, where a second connection's
+        # write is refused at once (SQLITE_LOCKED, no busy wait): a backfill thread would make the next store
+        # fail. There the writer's own thread embeds the row; files and PostgreSQL use the background backfill.
+        _backfill_once(alias, kind_name)
+    else:
+        schedule_backfill(alias, kind_name)
 
 
 def missing(alias: str, kind_name: str, model_key: str, limit: int) -> list[tuple[uuid.UUID | str, str, str]]:
