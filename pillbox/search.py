@@ -86,6 +86,7 @@ MAX_TERMS = 32
 # A correction a person could plausibly have meant (see plausible()): on the public recall set every typo of
 # kind b is one edit from its word (39 of 39 kept); nonsense words are two or more from any indexed word.
 LONG_TYPO = 8  # a typed word this long may be two edits from the word meant; a shorter one, one edit
+MIN_OMITTED = 5  # or, from this length, two letters left out (plausible())
 # bm25 column weights (title, content, compound): with the coverage re-rank, 3-4x on the title ranks best
 # (bench MRR@10 0.989 at 3,1,1; 0.981 at 1,1,1) without costing content-only queries (kind e 0.969 either way).
 WEIGHTS = (3.0, 1.0, 1.0)
@@ -961,12 +962,22 @@ def _merge(results: list[list[Hit]], limit: int, *, by_score: bool) -> list[Hit]
 
 def plausible(typed: str, word: str) -> bool:
     """Whether a person typing ``typed`` could have meant ``word``: one edit apart (a substitution, insertion,
-    deletion or swap of neighbours; two for a word of ``LONG_TYPO`` characters or more), starting with the
-    same letter or with the first two swapped. Jaro-Winkler alone takes 'plorbt' for 'port'."""
+    deletion or swap of neighbours; two for a word of ``LONG_TYPO`` characters or more, or two letters left out
+    of a word from ``MIN_OMITTED`` typed characters on), starting with the same letter or with the first two
+    swapped. Jaro-Winkler alone takes 'plorbt' for 'port'."""
     if not (word[0] == typed[0] or word[:2] == typed[1::-1]):
         return False
-    return OSA.distance(typed, word, score_cutoff=2 if len(typed) >= LONG_TYPO else 1) <= (
-        2 if len(typed) >= LONG_TYPO else 1)
+    edits = 2 if len(typed) >= LONG_TYPO else 1
+    if OSA.distance(typed, word, score_cutoff=edits) <= edits:
+        return True
+    # Letters left out are the commonest slip of fast typing ('statles' for 'stateless'): two of them are still
+    # a plausible word from five letters on, when every typed letter is the word's, in order.
+    return len(typed) >= MIN_OMITTED and len(word) - len(typed) == 2 and _in_order(typed, word)
+
+
+def _in_order(typed: str, word: str) -> bool:
+    letters = iter(word)
+    return all(letter in letters for letter in typed)
 
 
 @functools.cache

@@ -75,6 +75,8 @@ def test_trust_a_plausible_correction_only():
     assert not engine.plausible("plorbt", "port")  # two edits in a short word
     assert not engine.plausible("tests", "bests")  # another first letter
     assert engine.plausible("authnetiaction", "authentication")  # two edits in a long word
+    assert engine.plausible("statles", "stateless")  # two letters left out, the rest in order
+    assert not engine.plausible("stales", "stateless") and not engine.plausible("satles", "stateless")
 
 
 # ---------------------------------------------------------------- say what matched
@@ -136,6 +138,10 @@ def test_trust_over_stdio_a_typo_answer_names_its_correction(tmp_path):
             found = await call("pill_search", query="strpie")
             assert hit_ids(found.ok) == [stripe]
             assert line(found.text, "corrected") == "strpie → stripe" and line(found.text, "used_fuzzy") == "true"
+            tokens = await store(call, rx, "Stateless tokens", "We chose stateless JWT tokens for the API.")
+            found = await call("pill_search", query="statles tokns")
+            assert hit_ids(found.ok) == [tokens] and line(found.text, "match") == "corrected words"
+            assert line(found.text, "corrected") == "statles → stateless, tokns → tokens"
 
     run(scenario())
 
