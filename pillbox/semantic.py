@@ -432,7 +432,10 @@ def row_changed(alias: str, kind_name: str, row_id: uuid.UUID | str, *, stored: 
 
 
 def _after_write(alias: str, kind_name: str) -> None:
-    if connections[alias].vendor == "sqlite" and connections[alias].is_in_memory_db():
+    from django.db.backends.sqlite3.base import DatabaseWrapper as SQLite
+
+    connection = connections[alias]
+    if isinstance(connection, SQLite) and connection.is_in_memory_db():
         # An in-memory database (the test suite's) lives in SQLite's shared cache, where a second connection's
         # write is refused at once (SQLITE_LOCKED, no busy wait): a backfill thread would make the next store
         # fail. There the writer's own thread embeds the row; files and PostgreSQL use the background backfill.
