@@ -22,6 +22,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -316,3 +317,34 @@ def _username_field() -> str:
     from django.contrib.auth import get_user_model
 
     return str(get_user_model().USERNAME_FIELD)
+
+
+# ---------------------------------------------------------------- requests in flight, per user
+# Taken by the MCP endpoints (config.mcp.limits) and the REST API (api.base) alike: one count for both.
+
+# Longer than any request may run, short enough that a count leaked by a killed worker heals by itself.
+IN_FLIGHT_TTL = 300
+
+
+@dataclass(frozen=True)
+class Refusal:
+    retry_after: int
+    message: str
+
+
+def take_slot(user_id: object, what: str = "MCP requests") -> Refusal | None:
+    """Take one of the user's in-flight slots (``MCP_USER_CONCURRENCY``, counted over both MCP endpoints and the
+    REST API together); a refusal, and no slot taken, when none is free. Give it back with ``give_back``."""
+    allowed = settings.MCP_USER_CONCURRENCY
+    if not allowed:
+        return None
+    key = f"mcp-busy:{user_id}"
+    if hold(key, IN_FLIGHT_TTL) > allowed:
+        release(key)
+        return Refusal(1, f"Too many {what} at once: at most {allowed} in flight per user; wait for one to finish.")
+    return None
+
+
+def give_back(user_id: object) -> None:
+    if settings.MCP_USER_CONCURRENCY:
+        release(f"mcp-busy:{user_id}")

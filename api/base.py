@@ -33,8 +33,8 @@ from rest_framework.views import APIView
 
 from accounts.auth import mcp_caller
 from accounts.caller import Caller
+from accounts.throttle import give_back, take_slot
 from config.jsonbody import SafeJSONParser
-from config.mcp.limits import give_back, take_slot
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
 

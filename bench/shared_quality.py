@@ -137,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             pairs = [(answers["shared"][tool][str(q["i"])], answers["alone"][tool][str(q["i"])]) for q in queries]
             differ = sum(mine != theirs for mine, theirs in pairs)
             first = sum(mine[:1] != theirs[:1] for mine, theirs in pairs)
-            print(f"| {tool} | {kind} | {shared[kind]['n']} | {shared[kind]['mrr@10']:.3f} | {alone[kind]['mrr@10']:.3f} "
-                  f"| {shared[kind]['found@20']:.3f} | {alone[kind]['found@20']:.3f} | {differ} | {first} |")
+            print(f"| {tool} | {kind} | {shared[kind]['n']} | {shared[kind]['mrr@10']:.3f} "
+                  f"| {alone[kind]['mrr@10']:.3f} | {shared[kind]['found@20']:.3f} "
+                  f"| {alone[kind]['found@20']:.3f} | {differ} | {first} |")
     return 0
 
 
