@@ -447,7 +447,7 @@ def test_eight_claimers_through_both_servers_exactly_one_wins(servers, database,
 def test_a_claim_and_a_concurrent_update_through_the_two_servers_both_hold(servers, database, redis_db):
     """update_todo through one server while a claim lands through the other: neither writes over the other."""
     redis_db.flushdb()
-    key = database.accounts["kim"]["key"]
+    key = database.accounts["olga"]["key"]  # kim's key is revoked by an earlier test
     first, second = servers
     with httpx2.Client(timeout=60) as http:
         call(http, first, "/mcp", key, "put_todo",
