@@ -297,6 +297,8 @@ def test_recall_backfill_embeds_every_live_row_without_a_vector_of_the_current_m
     kept = capsule_store(reach=reach, title="Kept", content="A capsule written before vectors existed", compound="x")
     gone = capsule_store(reach=reach, title="Gone", content="Discarded capsules need no vector", compound="x")
     capsule_discard(reach=reach, capsule_id=str(gone.id))
+    # The stores' own backfill (a thread on a file or PostgreSQL) is done before the vectors go.
+    semantic.wait_for_backfills()
     CapsuleVector.objects.all().delete()
     CapsuleVector.objects.create(capsule=gone, model="an-older-model", vector=b"\x00" * 8)
     assert semantic.backfill(GLOBAL, "capsule") == 1
