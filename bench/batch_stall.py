@@ -13,7 +13,6 @@ batches at the cap run within the request budget, and the attacker's per-user ra
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ from typing import Any
 import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO  # noqa: E402
+from common import REPO, server_env  # noqa: E402
 
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
@@ -119,10 +118,7 @@ def main() -> None:
     a = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT")}
-        env.update(PILLBOX_HOME=str(tmp / "home"), DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-                   DJANGO_SETTINGS_MODULE="config.settings", DJANGO_DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-                   SITE_URL="http://127.0.0.1")
+        env = server_env(tmp / "home")
         if a.user_concurrency:
             env["MCP_USER_CONCURRENCY"] = a.user_concurrency
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)

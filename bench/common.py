@@ -27,6 +27,18 @@ def load_module(name: str, path: Path) -> ModuleType:
     return module
 
 
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of an app server a benchmark starts: this one's, less any database it points at, with a
+    fresh data directory ``home``, a production-like site on loopback and ``extra`` on top."""
+    import secrets
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT")}
+    env.update(PILLBOX_HOME=str(home), DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+               DJANGO_SETTINGS_MODULE="config.settings", DJANGO_DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
+               SITE_URL="http://127.0.0.1", **extra)
+    return env
+
+
 def setup_django(home: Path, *, database_url: str | None = None) -> None:
     """Django on a scratch data directory (never the real one), its global database migrated: a SQLite file in
     ``home``, or the database at ``database_url`` when given (never the environment's DATABASE_URL)."""
