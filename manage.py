@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio" if stdio else "config.settings")
     if stdio:
         # An agent waits for the stdio handshake at every start: it is answered before Django is set up.
-        from config.mcp.stdio import main as serve_stdio
+        from mcp_bridge.stdio import main as serve_stdio
 
         if (code := serve_stdio(sys.argv[2:])) is not None:
             sys.exit(code)

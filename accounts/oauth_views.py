@@ -43,7 +43,7 @@ from accounts.oauth import (
     resource_allowed,
     site_url,
 )
-from config.jsonbody import BodyNotJson, parse_json
+from base.jsonbody import BodyNotJson, parse_json
 
 
 class AuthorizationServerMetadataView(dot.OAuthServerMetadataView):

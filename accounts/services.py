@@ -24,7 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Account, ApiKey, ListLink
-from config.lru import BoundedLru
+from base.lru import BoundedLru
 
 KEY_PREFIX = "pbx_"
 # Writing last_used_at on every request would make every read a write; once a minute is enough to show.

@@ -320,7 +320,7 @@ def _username_field() -> str:
 
 
 # ---------------------------------------------------------------- requests in flight, per user
-# Taken by the MCP endpoints (config.mcp.limits) and the REST API (api.base) alike: one count for both.
+# Taken by the MCP endpoints (mcp_bridge.limits) and the REST API (api.base) alike: one count for both.
 
 # Longer than any request may run, short enough that a count leaked by a killed worker heals by itself.
 IN_FLIGHT_TTL = 300

@@ -34,7 +34,7 @@ from rest_framework.views import APIView
 from accounts.auth import mcp_caller
 from accounts.caller import Caller
 from accounts.throttle import give_back, take_slot
-from config.jsonbody import SafeJSONParser
+from base.jsonbody import SafeJSONParser
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
 

@@ -38,7 +38,7 @@ import sys
 import django
 django.setup()
 from accounts.services import user_get_or_create
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import services
 from pillbox.access import reach_for
 

@@ -52,7 +52,7 @@ def setup_django(home: Path, *, database_url: str | None = None) -> None:
     import django
 
     django.setup()
-    from config.bootstrap import ensure_global_db
+    from base.bootstrap import ensure_global_db
 
     ensure_global_db()
 

@@ -34,7 +34,7 @@ import random, sys
 import django
 django.setup()
 from accounts.services import user_get_or_create
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import services
 from pillbox.access import reach_for
 

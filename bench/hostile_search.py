@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("flush", interactive=False, verbosity=0)
     from django.contrib.auth import get_user_model
 
-    from config.mcp.tools import Caller
+    from mcp_bridge.tools import Caller
     from pillbox import services
     from pillbox.access import reach_for
     from pillbox.tools import TOOLSET

@@ -126,7 +126,7 @@ def serve(args: argparse.Namespace) -> int:
     setup_django(args.home, database_url=args.database_url)
     from django.contrib.auth import get_user_model
 
-    from config.mcp.tools import Caller
+    from mcp_bridge.tools import Caller
     from pillbox.tools import TOOLSET
 
     data = json.loads(args.data.read_text(encoding="utf-8"))

@@ -102,7 +102,7 @@ class Project:
 
     def __init__(self, root: Path, name: str) -> None:
         from accounts.services import user_get_or_create
-        from config.mcp.tools import Caller
+        from mcp_bridge.tools import Caller
         from pillbox.tools import TOOLSET
 
         self.tools = TOOLSET.by_name

@@ -70,7 +70,7 @@ def serve(a: argparse.Namespace) -> int:
     setup_django(a.home)
     from django.contrib.auth import get_user_model
 
-    from config.mcp.tools import Caller
+    from mcp_bridge.tools import Caller
     from pillbox import ids
     from pillbox.tools import TOOLSET
 

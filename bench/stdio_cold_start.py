@@ -60,8 +60,8 @@ import json, os, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {repo!r})
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio")
-from config.mcp import definitions, stdio
-from config.mcp.server import build_server
+from mcp_bridge import definitions, stdio
+from mcp_bridge.server import build_server
 t1 = time.perf_counter()
 definition = definitions.servers()["pillbox"]
 build_server(definitions.deferred_toolset(definition, lambda: None))
@@ -73,7 +73,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 toolset = import_string(settings.MCP_SERVERS["pillbox"])
 t4 = time.perf_counter()
-from config.bootstrap import ensure_global_db
+from base.bootstrap import ensure_global_db
 ensure_global_db()
 t5 = time.perf_counter()
 from accounts.services import user_get_or_create

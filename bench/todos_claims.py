@@ -42,8 +42,8 @@ def main() -> None:
         setup_django(Path(home))
         from accounts.models import Account
         from accounts.services import user_get_or_create
-        from config.mcp.server import run_tool
-        from config.mcp.tools import Caller
+        from mcp_bridge.server import run_tool
+        from mcp_bridge.tools import Caller
         from todos import services
         from todos.tools import TOOLSET
 

@@ -139,8 +139,8 @@ def child(argv: list[str]) -> None:
     what, home = argv[0], Path(argv[1])
     setup_django(home)
     from accounts.services import user_get_or_create
-    from config.mcp.server import run_tool
-    from config.mcp.tools import Caller
+    from mcp_bridge.server import run_tool
+    from mcp_bridge.tools import Caller
     from todos.tools import TOOLSET
 
     caller = Caller(user=user_get_or_create(username="bench"), transport="stdio", workdir=None)

@@ -35,8 +35,8 @@ class Agent:
 
     def __init__(self, username: str) -> None:
         from accounts.services import user_get_or_create
-        from config.mcp.server import run_tool
-        from config.mcp.tools import Caller
+        from mcp_bridge.server import run_tool
+        from mcp_bridge.tools import Caller
         from todos.tools import TOOLSET
 
         self._run = run_tool

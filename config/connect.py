@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 
-from config.gitexclude import exclude_from_git
+from base.gitexclude import exclude_from_git
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "vscode")
 SERVERS = ("pillbox", "todos")

@@ -110,9 +110,9 @@ def run_session() -> list[dict[str, Any]]:
     from django.utils.module_loading import import_string
 
     from accounts.services import user_get_or_create
-    from config.bootstrap import ensure_global_db
-    from config.mcp.server import run_tool
-    from config.mcp.tools import Caller, ToolSet
+    from base.bootstrap import ensure_global_db
+    from mcp_bridge.server import run_tool
+    from mcp_bridge.tools import Caller, ToolSet
 
     ensure_global_db()
     project = Path(os.environ["HOME"]) / "code" / "inventory-api"
@@ -324,10 +324,10 @@ def stale(rendered: Mapping[str, str]) -> list[str]:
 
 
 def render_definitions() -> str:
-    """Not a page: what the stdio servers answer before Django is set up (config/mcp/definitions.py), kept
+    """Not a page: what the stdio servers answer before Django is set up (mcp_bridge/definitions.py), kept
     current by the same command because a tool's description changes both."""
     from django.utils.module_loading import import_string
 
-    from config.mcp import definitions
+    from mcp_bridge import definitions
 
     return definitions.render({server: import_string(path) for server, path in settings.MCP_SERVERS.items()})

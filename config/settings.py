@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import dj_database_url
 
-from config.private import private_db_file, repair_data_dir
+from base.private import private_db_file, repair_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ PILLBOX_ROOT = Path(os.environ["PILLBOX_ROOT"]).expanduser().resolve() if os.env
 # Directories whose .pillbox is trusted although another user owns it or others can write there ("*": all).
 PILLBOX_SAFE_DIRECTORIES = env_list("PILLBOX_SAFE_DIRECTORIES", [])
 GLOBAL_DB_PATH = PILLBOX_HOME / "pillbox.db"
-# The owner's alone (0700, database files 0600), made so and repaired at every start: see config/private.py.
+# The owner's alone (0700, database files 0600), made so and repaired at every start: see base/private.py.
 repair_data_dir(PILLBOX_HOME)
 
 
@@ -191,7 +191,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "accounts.throttle.ProxyHeadersMiddleware",  # X-Forwarded-* only from TRUSTED_PROXIES (with TRUST_PROXY_HEADERS)
     "django.middleware.security.SecurityMiddleware",
-    "config.csp.ContentSecurityPolicyMiddleware",  # scripts only from our own files, on every response
+    "base.csp.ContentSecurityPolicyMiddleware",  # scripts only from our own files, on every response
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "accounts.oauth.OAuthCorsMiddleware",  # CORS + preflight OPTIONS for /mcp, /pillbox/mcp and OAuth endpoints
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -265,7 +265,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
-# One user cannot hold the MCP endpoints for everyone (config/mcp/limits.py): messages per batch, seconds of work
+# One user cannot hold the MCP endpoints for everyone (mcp_bridge/limits.py): messages per batch, seconds of work
 # one request may take, JSON-RPC requests per user per window (count, seconds), requests in flight per user.
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)
 MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") or 10)
@@ -352,7 +352,7 @@ REST_FRAMEWORK = {
     # The API's own views (api.base.ApiView) add API keys and OAuth tokens, the MCP endpoints' credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["config.jsonbody.SafeJSONParser"],  # 400, not a RecursionError, for deep JSON
+    "DEFAULT_PARSER_CLASSES": ["base.jsonbody.SafeJSONParser"],  # 400, not a RecursionError, for deep JSON
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -381,12 +381,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Every handler scrubs credentials (?key=, ?t=, token=, Authorization, pbx_ keys) from what it writes
-# (config/logging.py). Django's own defaults would send "django" and "django.server" (the runserver request
+# (base/logging.py). Django's own defaults would send "django" and "django.server" (the runserver request
 # lines, query strings included) to handlers without that filter, so both are routed here explicitly.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"scrub_secrets": {"()": "config.logging.ScrubSecrets"}},
+    "filters": {"scrub_secrets": {"()": "base.logging.ScrubSecrets"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"},

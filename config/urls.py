@@ -10,9 +10,9 @@ from mcp.server import Server
 
 from accounts.auth import mcp_caller
 from accounts.oauth_views import account_urlpatterns, oauth_urlpatterns
-from config.health import readyz
-from config.mcp.http import mcp_endpoint
-from config.mcp.server import build_server
+from base.health import readyz
+from mcp_bridge.http import mcp_endpoint
+from mcp_bridge.server import build_server
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

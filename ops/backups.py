@@ -35,7 +35,7 @@ from django.db import connections, models, transaction
 from django.utils import timezone
 
 from accounts.models import Account
-from config.private import FILE_MODE, private_db_file, private_dir
+from base.private import FILE_MODE, private_db_file, private_dir
 from pillbox.databases import GLOBAL, open_local
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from todos.models import Todo

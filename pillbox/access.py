@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import User
 from django.db import IntegrityError, models, transaction
 
-from config.lru import BoundedLru
-from config.mcp.tools import Caller
+from base.lru import BoundedLru
+from mcp_bridge.tools import Caller
 from pillbox import ids, original
 from pillbox.databases import GLOBAL, change_marker, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind

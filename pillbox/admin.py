@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import ids, services
 from pillbox.access import Reach
 from pillbox.databases import GLOBAL

@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import ApiError, ApiView, IsPerson, body, caller_of, query_arguments, query_parameters, responses
-from config.mcp.arguments import Problem, read_arguments
+from mcp_bridge.arguments import Problem, read_arguments
 from pillbox import selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL

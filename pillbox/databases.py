@@ -22,8 +22,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
-from config.bootstrap import file_lock
-from config.private import private_db_file, private_dir
+from base.bootstrap import file_lock
+from base.private import private_db_file, private_dir
 from pillbox import original
 from pillbox.exceptions import IncompatibleDb
 from pillbox.routers import LOCAL_ALIAS_PREFIX

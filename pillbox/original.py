@@ -32,7 +32,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.utils import DatabaseError, OperationalError, ProgrammingError
 from django.utils import timezone
 
-from config.lru import BoundedLru
+from base.lru import BoundedLru
 from pillbox import ids
 from pillbox.exceptions import IncompatibleDb
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration

@@ -54,7 +54,7 @@ from django.db.backends.utils import CursorWrapper
 from rapidfuzz import process
 from rapidfuzz.distance import OSA, JaroWinkler
 
-from config.lru import BoundedLru
+from base.lru import BoundedLru
 from pillbox import semantic, snippets
 from pillbox.databases import change_marker
 from pillbox.routers import is_local_alias

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
-from config.gitexclude import exclude_from_git
+from base.gitexclude import exclude_from_git
 from pillbox import ids, original, quotas, semantic
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import (

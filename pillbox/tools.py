@@ -6,8 +6,8 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from config.mcp.arguments import Problem, read_arguments
-from config.mcp.tools import Caller, Tool, ToolFailure, ToolSet
+from mcp_bridge.arguments import Problem, read_arguments
+from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
 from pillbox import original, selectors, semantic, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL

@@ -25,7 +25,7 @@ from django.utils.crypto import constant_time_compare
 
 from accounts.models import ListLink
 from accounts.services import account_for, apikey_authenticate
-from config.mcp.tools import Credential
+from mcp_bridge.tools import Credential
 
 LIST_PATH = "/list"
 LINK_PREFIX = "l_"

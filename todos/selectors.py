@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.services import account_for
-from config.lru import BoundedLru
+from base.lru import BoundedLru
 from todos.exceptions import NotFound
 from todos.models import Priority, Todo, TodoQuerySet
 from todos.planning import TodoFilter, open_blockers, parents, subtree

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from django.utils import timezone
 
 from accounts.services import account_for
-from config.mcp.arguments import Problem, read_arguments
-from config.mcp.tools import Caller, Credential, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
+from mcp_bridge.arguments import Problem, read_arguments
+from mcp_bridge.tools import Caller, Credential, Prompt, PromptArgument, Tool, ToolFailure, ToolReply, ToolSet
 from todos import rules, selectors, services
 from todos.access import list_url
 from todos.exceptions import TodoError

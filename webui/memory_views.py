@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import selectors, services
 from pillbox.access import Reach, reach_for
 from pillbox.databases import GLOBAL

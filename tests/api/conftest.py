@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils.crypto import get_random_string
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import services
 from pillbox.access import Reach, reach_for
 from tests.conftest import Person

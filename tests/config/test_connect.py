@@ -21,8 +21,8 @@ from mcp.client import Client
 from accounts.models import ApiKey
 from accounts.services import apikey_authenticate, keys_revoke_all
 from config.connect import write_site_record
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from pillbox.tools import TOOLSET
 from tests.clients import ROOT, run
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 (a fixture)

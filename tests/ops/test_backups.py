@@ -21,8 +21,8 @@ from django.db import connection
 
 import pillbox.tools
 import todos.tools
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from ops.backups import export_user
 from pillbox.databases import GLOBAL, db_file, forget_local_aliases, open_local
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox.access import reach_for
 from pillbox.databases import GLOBAL
 from pillbox.models import Registration

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from asgiref.sync import sync_to_async
 
-from config.lru import BoundedLru
+from base.lru import BoundedLru
 from pillbox import search as engine
 from pillbox import semantic
 from pillbox.databases import GLOBAL
@@ -81,7 +81,7 @@ def meaning(bundled_model, monkeypatch) -> semantic.Embedder:
 
 
 def caller(user) -> object:
-    from config.mcp.tools import Caller
+    from mcp_bridge.tools import Caller
 
     return Caller(user=user, transport="http", workdir=None)
 

@@ -8,7 +8,7 @@ import pytest
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import search as engine
 from pillbox.databases import GLOBAL
 

@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections, transaction
 from django.utils import timezone
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import services, tokens
 from pillbox.access import reach_for
 from pillbox.databases import GLOBAL

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from pillbox.session_start import weight
 from pillbox.tools import TOOLSET
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 (a fixture)

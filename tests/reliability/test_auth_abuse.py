@@ -18,9 +18,9 @@ from django.urls import reverse
 
 from accounts import throttle
 from accounts.services import apikey_create, keys_revoke_all
-from config.logging import ScrubSecrets, scrub
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from base.logging import ScrubSecrets, scrub
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from tests.clients import ROOT
 from tests.oauth.helpers import mint_token
 from tests.reliability.helpers import MCP_PATHS, make_key, web_server
@@ -268,7 +268,7 @@ def test_every_configured_handler_scrubs(settings):
     the DEBUG console) are replaced."""
     import logging
 
-    for name in ("", "django", "django.server", "django.request", "config.mcp", "pillbox"):
+    for name in ("", "django", "django.server", "django.request", "mcp_bridge", "pillbox"):
         logger = logging.getLogger(name)
         while logger is not None:
             for handler in logger.handlers:

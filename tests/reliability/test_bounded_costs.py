@@ -22,7 +22,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from config.mcp.limits import give_back, take_slot
+from mcp_bridge.limits import give_back, take_slot
 from pillbox.models import Capsule, OriginalImport
 from tests.clients import run, stdio_client
 from tests.pillbox.scenario import (

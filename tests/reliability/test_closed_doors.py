@@ -93,7 +93,7 @@ def test_reusing_a_refresh_token_kills_the_grants_links(oauth_site, alice_login)
 
 def test_a_revoked_key_loses_its_links_and_other_keys_keep_theirs(client, alice):
     from accounts.services import apikey_create, apikey_revoke
-    from config.mcp.tools import Credential
+    from mcp_bridge.tools import Credential
     from todos.access import list_url
 
     key, _ = apikey_create(user=alice.user, name="second")
@@ -128,7 +128,7 @@ def test_the_same_credential_gets_its_live_link_back_until_half_its_life_is_gone
     """get_list_url is annotated idempotent: asked again by the same credential it answers the same link (one row
     on the account page), while another credential, a revoked link or one past half its life gets a new one."""
     from accounts.services import apikey_create
-    from config.mcp.tools import Credential
+    from mcp_bridge.tools import Credential
     from todos.access import list_url
 
     settings.LIST_LINK_MAX_AGE_DAYS = 30
@@ -522,7 +522,7 @@ def test_testserver_is_not_an_allowed_host_by_default(tmp_path):
 
 
 def test_percent_encoded_parameter_names_are_scrubbed():
-    from config.logging import scrub
+    from base.logging import scrub
 
     secret = "pbx_" + "s" * 43
     for line in (

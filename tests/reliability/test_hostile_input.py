@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import pillbox.tools
 import todos.tools
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture
 from tests.reliability.fuzz import HOSTILE_STRINGS, LONG, PER_TOOL, arguments_for, fuzz_settings, hostile, json_values
 from tests.reliability.helpers import MCP_PATHS, assert_no_trace, pillbox_code

@@ -23,8 +23,8 @@ from django.test import Client
 import pillbox.tools
 import todos.tools
 from accounts.models import Account, ApiKey
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller, ToolSet
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller, ToolSet
 from pillbox.databases import GLOBAL, db_file, open_local
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from config.mcp.limits import in_flight
+from mcp_bridge.limits import in_flight
 from tests.reliability.helpers import MCP_PATHS, call_tool
 
 SEARCH = {"name": "pill_search", "arguments": {"query": "anything at all"}}
@@ -185,7 +185,7 @@ def test_a_quota_of_zero_is_no_quota(alice, settings):
 
 
 def test_the_lru_is_bounded_by_count_and_by_bytes():
-    from config.lru import BoundedLru
+    from base.lru import BoundedLru
 
     lru: BoundedLru[str, str] = BoundedLru(max_items=3, max_bytes=100, size_of=len)
     for key in "abcd":

@@ -16,7 +16,7 @@ from django.test import Client
 
 from accounts.models import ApiKey, ListLink
 from accounts.services import hash_key
-from config.mcp.tools import Credential
+from mcp_bridge.tools import Credential
 from tests.conftest import make_person
 from todos import services
 from todos.access import link_create, list_link_user

@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 from django.db import close_old_connections, connection
 
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from tests.clients import ROOT
 from tests.reliability.helpers import server_env
 from todos import selectors, services
@@ -187,7 +187,7 @@ import json, threading
 from concurrent.futures import ThreadPoolExecutor
 from django.db import close_old_connections
 from accounts.services import user_get_or_create
-from config.bootstrap import ensure_global_db
+from base.bootstrap import ensure_global_db
 from todos import services
 from todos.exceptions import Claimed
 

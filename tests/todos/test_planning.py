@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from config.mcp.server import run_tool
-from config.mcp.tools import Caller
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller
 from todos import selectors, services
 from todos.exceptions import NotFound, ValidationFailed
 from todos.formatting import format_compact, format_todos, to_json

@@ -10,7 +10,7 @@ import pytest
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import Client
 
-from config.mcp.tools import Caller
+from mcp_bridge.tools import Caller
 from pillbox import services
 from pillbox.access import reach_for
 from tests.conftest import Person

@@ -16,7 +16,7 @@ from django.core.validators import validate_email
 from django.db import models, transaction
 
 from accounts.services import account_for, apikey_create
-from config.bootstrap import ensure_global_db
+from base.bootstrap import ensure_global_db
 
 
 def checked_username(raw: str) -> str:

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands.adduser import checked_username
 from accounts.services import account_for, apikey_create, user_get_or_create
-from config.bootstrap import ensure_global_db
+from base.bootstrap import ensure_global_db
 
 
 class Command(BaseCommand):

@@ -19,9 +19,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from base.gitexclude import exclude_from_git
 from config import connect
 from config.connect import CLIENTS, LAUNCHER, SCOPES, ConnectError
-from config.gitexclude import exclude_from_git
 
 NO_KEY = "<API key>"
 
@@ -86,7 +86,7 @@ class Command(BaseCommand):
         from django.contrib.auth import get_user_model
 
         from accounts.services import apikey_authenticate, apikey_create
-        from config.bootstrap import ensure_global_db
+        from base.bootstrap import ensure_global_db
 
         ensure_global_db()
         username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()

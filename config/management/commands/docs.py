@@ -1,5 +1,5 @@
 """`manage.py docs --write | --check`: regenerate docs/tools.md and docs/rest-api.md (and the stdio servers'
-config/mcp/definitions.json) from the code, or fail when they are stale (CI runs the check through the test
+mcp_bridge/definitions.json) from the code, or fail when they are stale (CI runs the check through the test
 suite)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-DEFINITIONS = "config/mcp/definitions.json"
+DEFINITIONS = "mcp_bridge/definitions.json"
 
 
 class Command(BaseCommand):
@@ -22,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, write: bool, check: bool, session: bool, **options: object) -> None:
         from config import docs
-        from config.mcp import definitions
+        from mcp_bridge import definitions
 
         if session:
             self.stdout.write(json.dumps(docs.run_session(), ensure_ascii=False))

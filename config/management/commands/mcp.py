@@ -2,7 +2,7 @@
 
 Run from the directory the agent works in: Pillbox finds the project's `.pillbox/pillbox.db` from there.
 Nothing but protocol goes to stdout; everything else goes to stderr. `manage.py mcp SERVER [--user NAME]` never
-reaches this command: manage.py serves it before setting Django up (config/mcp/stdio.py); this one serves the
+reaches this command: manage.py serves it before setting Django up (mcp_bridge/stdio.py); this one serves the
 registries' own tools when Django is already running (`django-admin mcp`, Django's options such as --settings).
 """
 
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="the local user (default: $PILLBOX_USER, else the login name)")
 
     def handle(self, *args: object, server: str, user: str | None, **options: object) -> None:
-        from config.mcp.stdio import local_caller, local_username, serve_registered
+        from mcp_bridge.stdio import local_caller, local_username, serve_registered
 
         username = local_username(user)
         if not username:

@@ -72,7 +72,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, addrport: str, no_serve: bool, **options: object) -> None:
         from accounts.models import ApiKey
         from accounts.services import account_for, apikey_create, user_get_or_create
-        from config.bootstrap import ensure_global_db
+        from base.bootstrap import ensure_global_db
         from pillbox import original
 
         listening = listening_url(addrport)

@@ -45,7 +45,7 @@ class Command(BaseCommand):
         self.registered: set[str] = set()
         if not dry_run:
             from accounts.services import user_get_or_create
-            from config.bootstrap import ensure_global_db
+            from base.bootstrap import ensure_global_db
 
             ensure_global_db()
             self.owner = user_get_or_create(username=username)

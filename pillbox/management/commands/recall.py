@@ -67,8 +67,8 @@ class Command(BaseCommand):
 
     def recall(self, username: str, workdir: Path, budget: int) -> str:
         from accounts.services import user_get_or_create
-        from config.bootstrap import ensure_global_db
-        from config.mcp.tools import Caller
+        from base.bootstrap import ensure_global_db
+        from mcp_bridge.tools import Caller
         from pillbox import selectors, session_start, texts
         from pillbox.access import reach_for
         from pillbox.ids import short

@@ -23,10 +23,10 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from config.mcp.http_loop import run_beside_loop
-from config.mcp.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
+from mcp_bridge.http_loop import run_beside_loop
+from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
 
-logger = logging.getLogger("config.mcp")
+logger = logging.getLogger("mcp_bridge")
 
 # Roots are how a stdio client tells us its project directory; the SDK marks them deprecated for protocol
 # 2026-07-28, but clients of every older version still send them, and the warning on stderr would only reach

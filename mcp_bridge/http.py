@@ -36,12 +36,12 @@ from mcp_types.jsonrpc import jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from config.mcp.http_loop import run_here
-from config.mcp.limits import Refusal, in_flight, rate_refusal
-from config.mcp.page import endpoint_page, wants_page
-from config.mcp.tools import Caller
+from mcp_bridge.http_loop import run_here
+from mcp_bridge.limits import Refusal, in_flight, rate_refusal
+from mcp_bridge.page import endpoint_page, wants_page
+from mcp_bridge.tools import Caller
 
-logger = logging.getLogger("config.mcp")
+logger = logging.getLogger("mcp_bridge")
 
 DEFAULT_VERSION = "2025-03-26"  # the spec's reading of a request without MCP-Protocol-Version
 BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})

@@ -2,7 +2,7 @@
 
 A local agent starts its stdio servers often and waits for the handshake each time. ``manage.py mcp`` calls
 ``main`` before anything sets Django up: ``initialize`` and ``tools/list`` are answered from the servers'
-definitions (``config/mcp/definitions.py``), while Django, the global database and the local user are made
+definitions (``mcp_bridge/definitions.py``), while Django, the global database and the local user are made
 in the background, in the thread the tools run in, and awaited by the first call.
 """
 
@@ -23,14 +23,14 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from config.mcp import definitions
-from config.mcp.server import StdioState, build_server, fixed_lifespan
-from config.mcp.tools import ToolFailure, ToolSet
+from mcp_bridge import definitions
+from mcp_bridge.server import StdioState, build_server, fixed_lifespan
+from mcp_bridge.tools import ToolFailure, ToolSet
 
 if TYPE_CHECKING:
-    from config.mcp.tools import Caller
+    from mcp_bridge.tools import Caller
 
-logger = logging.getLogger("config.mcp")
+logger = logging.getLogger("mcp_bridge")
 
 
 def serve_stdio(
@@ -53,8 +53,8 @@ def local_username(given: str | None) -> str:
 def local_caller(username: str) -> Caller:
     """The stdio caller: the global database migrated when it is behind, the local user found or made."""
     from accounts.services import user_get_or_create
-    from config.bootstrap import ensure_global_db
-    from config.mcp.tools import Caller
+    from base.bootstrap import ensure_global_db
+    from mcp_bridge.tools import Caller
 
     ensure_global_db()
     return Caller(user=user_get_or_create(username=username), transport="stdio", workdir=Path.cwd())

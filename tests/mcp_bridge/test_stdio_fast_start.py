@@ -14,7 +14,7 @@ from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
 from config import docs
-from config.mcp import definitions
+from mcp_bridge import definitions
 from tests.clients import ROOT, run, stdio_params, text_of
 
 FIRST_CALL = {"pillbox": ("bottle_list", {}), "todos": ("list_todos", {"view": "compact"})}
@@ -56,7 +56,7 @@ def raw_session(command: list[str], server: str, *, home: Path, cwd: Path, **env
 
 def test_the_handshake_needs_neither_the_apps_nor_the_orm():
     """What manage.py imports before it answers: the bridge and the SDK; the apps come with the first call."""
-    done = subprocess.run([sys.executable, "-c", "import sys, config.mcp.stdio; print(*sorted(sys.modules))"],
+    done = subprocess.run([sys.executable, "-c", "import sys, mcp_bridge.stdio; print(*sorted(sys.modules))"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     # accounts.caller (who is calling: two dataclasses, no Django) is the one piece of an app the bridge names.
     allowed = {"accounts", "accounts.caller"}
@@ -68,7 +68,7 @@ def test_the_handshake_needs_neither_the_apps_nor_the_orm():
 
 def test_the_definitions_are_what_the_registries_render():
     assert definitions.FILE.read_text(encoding="utf-8") == docs.render_definitions(), (
-        "config/mcp/definitions.json is stale: run `python manage.py docs --write` and commit the result")
+        "mcp_bridge/definitions.json is stale: run `python manage.py docs --write` and commit the result")
 
 
 @pytest.mark.parametrize("server", ["pillbox", "todos"])

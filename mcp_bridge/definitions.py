@@ -1,7 +1,7 @@
 """What each MCP server says about itself before it runs a tool: its name, instructions, tools and prompts, as data.
 
 A local agent starts its stdio servers often and waits for ``initialize`` and ``tools/list`` each time; a stdio
-process answers both from ``definitions.json`` and sets Django up only afterwards (``config/mcp/stdio.py``).
+process answers both from ``definitions.json`` and sets Django up only afterwards (``mcp_bridge/stdio.py``).
 The file is rendered from the tool registries by ``manage.py docs --write``, and ``--check`` (a test) fails when
 it differs from them. Nothing here imports Django.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from config.mcp.tools import Handler, Prompt, PromptArgument, Tool, ToolSet
+from mcp_bridge.tools import Handler, Prompt, PromptArgument, Tool, ToolSet
 
 FILE = Path(__file__).with_name("definitions.json")
 
