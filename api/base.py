@@ -347,7 +347,7 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file (no inline script: the CSP allows none).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
-    path("todos/", include("todos.api")),
+    path("todos/", include("todos.api.urls")),
     path("pillbox/", include("pillbox.api")),
     re_path(r"^(?P<unmatched>.*)$", not_found),
 ]

@@ -1,35 +1,32 @@
-"""The Todos REST API: the MCP tools' contract over HTTP.
-
-The request bodies are the tools' own input schemas, read by the same code, so a problem reads the same
-sentence here as in an agent's tool result; the answers are ``todos.formatting``'s JSON. Todo ids are chosen
-by people and agents and may hold any character but whitespace (a slash included), so the id is everything
-between ``/api/todos/`` and the last slash (or the action).
-"""
+"""The REST API's views: list, search and create; read, replace, change and delete one todo; claim, release
+and the other actions on it. Domain errors become ``ApiError`` with their HTTP status."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.urls import path, re_path
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.services import account_for
-from api.base import (
-    REFUSED,
-    ApiError,
-    ApiView,
-    IsPerson,
-    body,
-    query_arguments,
-    query_parameters,
-    responses,
-    user_of,
-)
+from api.base import ApiError, ApiView, IsPerson, body, query_arguments, responses, user_of
 from todos import rules, selectors, services
+from todos.api.schemas import (
+    API_CLAIM_INPUT,
+    API_LIST_INPUT,
+    API_RELEASE_INPUT,
+    API_SEARCH_INPUT,
+    ID_PATTERN,
+    ID_PATTERNS,
+    LIST_PARAMETERS,
+    PATCH_DOC,
+    PUT_DOC,
+    REPLACE_DOC,
+    TODO_ID,
+)
 from todos.exceptions import (
     BlockerConflict,
     Claimed,
@@ -41,20 +38,11 @@ from todos.exceptions import (
 )
 from todos.formatting import format_todo, format_todos
 from todos.models import Todo
-from todos.planning import DUE_WORDS
 from todos.serializers import TodoSerializer
-from todos.tools import (
-    CLAIM_INPUT,
-    LIST_INPUT,
-    PUT_INPUT,
-    RELEASE_INPUT,
-    SEARCH_INPUT,
-    UPDATE_INPUT,
-    filter_fields,
-    put_fields,
-    read,
-    update_fields,
-)
+from todos.tools.arguments import read
+from todos.tools.fields import PUT_INPUT, UPDATE_INPUT, put_fields, update_fields
+from todos.tools.filters import filter_fields
+from todos.tools.listing import SEARCH_INPUT
 
 _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     NotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
@@ -64,101 +52,6 @@ _ERRORS: dict[type[TodoError], tuple[int, str]] = {
     Claimed: (status.HTTP_409_CONFLICT, "claimed"),
     NotClaimable: (status.HTTP_409_CONFLICT, "conflict"),
 }
-PATCH_INPUT: dict[str, Any] = {
-    **UPDATE_INPUT,
-    "properties": {name: spec for name, spec in UPDATE_INPUT["properties"].items() if name != "id"},
-    "required": [],
-}
-API_CLAIM_INPUT: dict[str, Any] = {
-    **CLAIM_INPUT,
-    "properties": {
-        **{name: spec for name, spec in CLAIM_INPUT["properties"].items() if name != "id"},
-        "by": {**CLAIM_INPUT["properties"]["by"], "description": "Who claims it: a short name, e.g. `nightly-job`."},
-    },
-    "required": ["by"],
-}
-API_RELEASE_INPUT: dict[str, Any] = {
-    **RELEASE_INPUT,
-    "properties": {
-        "by": {
-            **RELEASE_INPUT["properties"]["by"],
-            "description": "End only this claimer's claim (someone else's live claim is refused, 409); without "
-            "it, whoever holds the claim, as a person on /list does.",
-        }
-    },
-    "required": [],
-}
-REPLACE_INPUT: dict[str, Any] = {
-    **PUT_INPUT,
-    "properties": {name: spec for name, spec in PUT_INPUT["properties"].items() if name != "id"},
-    "required": [name for name in PUT_INPUT["required"] if name != "id"],
-}
-# What rules.id_problem accepts: no whitespace, no control characters.
-ID_PATTERN = rf"^[^\s{REFUSED}]+$"
-TAG_PATTERN = rf"^{rules.TAG_PATTERN}$"
-ID_PATTERNS = {"id": ID_PATTERN, "links[]": ID_PATTERN, "blockedBy[]": ID_PATTERN, "tags[]": TAG_PATTERN}
-INSTANT_DOC = {
-    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}, {"type": "null"}]
-}
-PUT_DOC, REPLACE_DOC = (
-    {
-        **schema,
-        "properties": {
-            name: {**INSTANT_DOC, "description": spec["description"]} if name in ("completedAt", "deadlineAt") else spec
-            for name, spec in schema["properties"].items()
-        },
-    }
-    for schema in (PUT_INPUT, REPLACE_INPUT)
-)
-PATCH_DOC = {
-    **PATCH_INPUT,
-    "properties": {
-        name: {**INSTANT_DOC, "description": spec["description"]} if name in ("completedAt", "deadlineAt") else spec
-        for name, spec in PATCH_INPUT["properties"].items()
-    },
-}
-TODO_ID = OpenApiParameter(
-    "todo_id",
-    {"type": "string", "minLength": 1, "maxLength": rules.ID_MAX, "pattern": ID_PATTERN},
-    OpenApiParameter.PATH,
-    description="The todo's id (1-128 characters, no whitespace).",
-)
-
-
-def _without(schema: Mapping[str, Any], *names: str) -> dict[str, Any]:
-    # The API always answers the JSON; the tools' `view` has no place here.
-    return {**schema, "properties": {name: spec for name, spec in schema["properties"].items() if name not in names}}
-
-
-API_LIST_INPUT = _without(LIST_INPUT, "view")
-API_SEARCH_INPUT = _without(SEARCH_INPUT, "view")
-DUE_DOC = {
-    "anyOf": [
-        {"type": "string", "format": "date-time"},
-        {"type": "string", "format": "date"},
-        {"type": "string", "enum": list(DUE_WORDS)},
-    ]
-}
-FILTER_DOCS = {
-    "dueBefore": DUE_DOC,
-    "dueAfter": DUE_DOC,
-    "under": {**API_LIST_INPUT["properties"]["under"], "pattern": ID_PATTERN},
-    "tag": {**API_LIST_INPUT["properties"]["tag"], "pattern": TAG_PATTERN},
-}
-LIST_DOC = {
-    **API_LIST_INPUT,
-    "properties": {
-        name: {**FILTER_DOCS[name], "description": spec["description"]} if name in FILTER_DOCS else spec
-        for name, spec in API_LIST_INPUT["properties"].items()
-    },
-}
-LIST_PARAMETERS = [
-    *query_parameters(LIST_DOC),
-    *query_parameters(
-        {"properties": {name: spec for name, spec in SEARCH_INPUT["properties"].items() if name in ("query", "limit")}},
-        rename={"query": "q"},
-    ),
-]
 
 
 def fail_on(problems: Mapping[str, str], schema: Mapping[str, Any]) -> None:
@@ -413,12 +306,3 @@ ACTIONS: dict[str, type[TodosView]] = {
     "claim": TodoClaimView,
     "release": TodoReleaseView,
 }
-
-urlpatterns = [
-    path("", TodoListView.as_view(), name="api-todos"),
-    *(
-        re_path(rf"^(?P<todo_id>.+)/{verb}/$", view.as_view(), name=f"api-todo-{verb}")
-        for verb, view in ACTIONS.items()
-    ),
-    re_path(r"^(?P<todo_id>.+)/$", TodoDetailView.as_view(), name="api-todo"),
-]
