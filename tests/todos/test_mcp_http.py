@@ -13,8 +13,9 @@ from django.core.management import call_command
 
 from accounts.models import Account
 from tests.clients import http_client, run
-from tests.todos import claims, helpers, planning
+from tests.todos import claims, helpers
 from tests.todos.helpers import call, put
+from tests.todos.planning import fields, filters, idempotence, next_steps, views
 from todos.access import list_link_user
 from todos.timestamps import clock
 
@@ -67,18 +68,18 @@ def test_todos_http_contract(site, alice):
 def test_todos_http_planning(site, alice):
     async def scenario() -> None:
         async with http_client(f"{site}/mcp", key=alice.key) as client:
-            await planning.scenario_seed_answers_unchanged(client, alice.uid)
-            await planning.scenario_tags(client)
-            await planning.scenario_blocked(client)
-            await planning.scenario_filters(client)
-            await planning.scenario_next(client)
-            await planning.scenario_views(client)
-            await planning.scenario_ranked_views(client)
-            await planning.scenario_next_default_limit(client)
-            await planning.scenario_next_filters(client)
-            await planning.scenario_search_priority(client)
-            await planning.scenario_tree_on_search_and_next(client)
-            await planning.scenario_idempotent_hints(client, list_owner(site), alice.user.username)
+            await fields.scenario_seed_answers_unchanged(client, alice.uid)
+            await fields.scenario_tags(client)
+            await fields.scenario_blocked(client)
+            await filters.scenario_filters(client)
+            await next_steps.scenario_next(client)
+            await views.scenario_views(client)
+            await views.scenario_ranked_views(client)
+            await next_steps.scenario_next_default_limit(client)
+            await next_steps.scenario_next_filters(client)
+            await filters.scenario_search_priority(client)
+            await views.scenario_tree_on_search_and_next(client)
+            await idempotence.scenario_idempotent_hints(client, list_owner(site), alice.user.username)
 
     run(scenario())
 

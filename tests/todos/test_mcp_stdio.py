@@ -16,8 +16,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.clients import ROOT, run, stdio_client
-from tests.todos import claims, helpers, planning
+from tests.todos import claims, helpers
 from tests.todos.helpers import call, put
+from tests.todos.planning import fields, filters, idempotence, next_steps, views
 
 SECRET = "stdio-test-secret-key-that-is-long-enough-for-django"
 SITE = "https://todos.example.com"
@@ -88,18 +89,18 @@ def test_todos_stdio_planning(tmp_path):
 
     async def scenario() -> None:
         async with stdio_client("todos", home=home, cwd=cwd, user="alice") as client:
-            await planning.scenario_seed_answers_unchanged(client, None)
-            await planning.scenario_tags(client)
-            await planning.scenario_blocked(client)
-            await planning.scenario_filters(client)
-            await planning.scenario_next(client)
-            await planning.scenario_views(client)
-            await planning.scenario_ranked_views(client)
-            await planning.scenario_next_default_limit(client)
-            await planning.scenario_next_filters(client)
-            await planning.scenario_search_priority(client)
-            await planning.scenario_tree_on_search_and_next(client)
-            await planning.scenario_idempotent_hints(client, list_owner(home), "alice")
+            await fields.scenario_seed_answers_unchanged(client, None)
+            await fields.scenario_tags(client)
+            await fields.scenario_blocked(client)
+            await filters.scenario_filters(client)
+            await next_steps.scenario_next(client)
+            await views.scenario_views(client)
+            await views.scenario_ranked_views(client)
+            await next_steps.scenario_next_default_limit(client)
+            await next_steps.scenario_next_filters(client)
+            await filters.scenario_search_priority(client)
+            await views.scenario_tree_on_search_and_next(client)
+            await idempotence.scenario_idempotent_hints(client, list_owner(home), "alice")
 
     run(scenario())
 
