@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from common import REPO, server_env
 
-REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 GOAL_RATIO, GOAL_P99_MS = 2.0, 50.0
@@ -141,19 +141,8 @@ def measure(a: argparse.Namespace) -> tuple[dict[str, float], dict[str, float], 
     tmp = Path(tempfile.mkdtemp(prefix="throughput_")).resolve()
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        env = {
-            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")
-        }
-        env.update(
-            PILLBOX_HOME=str(tmp / "home"),
-            DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-            DJANGO_DEBUG="false",
-            ALLOWED_HOSTS="127.0.0.1",
-            SITE_URL="http://127.0.0.1",
-            # One key drives every connection here: the per-user limits would turn the load into 429s.
-            MCP_USER_RATE_LIMIT="0",
-            MCP_USER_CONCURRENCY="0",
-        )
+        # One key drives every connection here: the per-user limits would turn the load into 429s.
+        env = server_env(tmp / "home", MCP_USER_RATE_LIMIT="0", MCP_USER_CONCURRENCY="0")
         if a.database_url:
             env["DATABASE_URL"] = a.database_url
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)

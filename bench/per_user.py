@@ -42,7 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from common import DATA, REPO, setup_django
-from pills_search import counter_word, mix
+from pills_latency import counter_word, mix
 
 DEFAULT_DATA = DATA / "pills_recall_s1.json"
 GOAL = 1.5

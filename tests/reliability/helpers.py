@@ -1,11 +1,12 @@
-"""Shared by the reliability proofs: MCP calls through the real HTTP view (Django's test client), a bare stdio
-JSON-RPC client for subprocess servers (light enough that eight of them and their clients fit on a small CI
-machine), and the documented error codes (docs/errors.md)."""
+"""Shared by the reliability proofs: MCP calls through the real HTTP view (Django's test client) and through the
+tools' handlers in-process, a bare stdio JSON-RPC client for subprocess servers (light enough that eight of them
+and their clients fit on a small CI machine), and the documented error codes (docs/errors.md)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -20,6 +21,10 @@ from typing import Any
 import httpx2
 from django.test import Client
 
+import pillbox.tools
+import todos.tools
+from mcp_bridge.server import run_tool
+from mcp_bridge.tools import Caller, ToolSet
 from tests.clients import ROOT
 
 # docs/errors.md: every code a Pillbox tool may answer with; internal_error is the one a test must never see.
@@ -38,6 +43,9 @@ PILLBOX_CODES = frozenset(
     }
 )
 MCP_PATHS = {"pillbox": "/pillbox/mcp", "todos": "/mcp"}
+# The raw body of a tools/call of the tool named in place of %s, without arguments.
+PING = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"%s","arguments":{}}}'
+TOOLSETS: dict[str, ToolSet] = {"pillbox": pillbox.tools.TOOLSET, "todos": todos.tools.TOOLSET}
 TRACE_MARKERS = ("Traceback (most recent call last)", 'File "/', "site-packages", '.py", line ')
 
 
@@ -82,6 +90,23 @@ def pillbox_code(text: str) -> str:
     code = lines[0].removeprefix("error: ")
     assert code in PILLBOX_CODES, text[:500]
     return code
+
+
+# ---------------------------------------------------------------- in-process tool calls
+
+
+def run_ok(caller: Caller, server: str, tool: str, **arguments: Any) -> str:
+    """A tool call a test's setup makes through the handler (run_tool): its answer, which must not be an error."""
+    reply = run_tool(TOOLSETS[server], TOOLSETS[server].by_name[tool], caller, arguments)
+    assert not reply.is_error, reply.text
+    return reply.text
+
+
+def short_id(text: str) -> str:
+    """The short id of the record a tool answer shows (its ``id:`` line)."""
+    match = re.search(r"^id: ([0-9a-f]{12})$", text, re.M)
+    assert match, text
+    return match.group(1)
 
 
 # ---------------------------------------------------------------- a bare stdio client

@@ -11,7 +11,6 @@ HTTP endpoint, where malformed JSON-RPC envelopes and headers are thrown at it t
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +21,13 @@ from django.test import Client
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import pillbox.tools
-import todos.tools
 from mcp_bridge.server import run_tool
-from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolReply, ToolSet
+from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolReply
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture
-from tests.reliability.fuzz import HOSTILE_STRINGS, LONG, PER_TOOL, arguments_for, fuzz_settings, hostile, json_values
-from tests.reliability.helpers import MCP_PATHS, assert_no_trace, pillbox_code
+from tests.reliability.fuzz import LONG, PER_TOOL, arguments_for, fuzz_settings, hostile
+from tests.reliability.fuzz_protocol import ACCEPTS, CONTENT_TYPES, ORIGINS, VERSIONS, bodies
+from tests.reliability.helpers import MCP_PATHS, TOOLSETS, assert_no_trace, pillbox_code, run_ok, short_id
 
-TOOLSETS: dict[str, ToolSet] = {"pillbox": pillbox.tools.TOOLSET, "todos": todos.tools.TOOLSET}
 ALL_TOOLS = [(server, tool) for server, toolset in TOOLSETS.items() for tool in toolset.tools]
 AUTHOR = {"author_name": "Ada", "author_email": "ada@example.com"}
 
@@ -43,11 +40,6 @@ class Playground:
     ids: list[str]  # real records' ids in every form an agent may write them
 
 
-def _id(text: str) -> str:
-    match = re.search(r"^id: ([0-9a-f]{12})$", text, re.M)
-    assert match, text
-    return match.group(1)
-
 
 @pytest.fixture
 def playground(alice, tmp_path, monkeypatch, local_bottles_over_http) -> Playground:
@@ -59,33 +51,20 @@ def playground(alice, tmp_path, monkeypatch, local_bottles_over_http) -> Playgro
     remote = Caller(user=alice.user, transport="http")
     local = Caller(user=alice.user, transport="stdio", workdir=project)
 
-    def ok(caller: Caller, server: str, tool: str, **arguments: Any) -> str:
-        reply = run_tool(TOOLSETS[server], TOOLSETS[server].by_name[tool], caller, arguments)
-        assert not reply.is_error, reply.text
-        return reply.text
-
     shorts: list[str] = []
     for caller, scope in ((remote, "global"), (local, "local")):
-        bottle = _id(ok(caller, "pillbox", "bottle_create", name=f"fuzz-{scope}", display_name="Fuzz", scope=scope))
-        rx = _id(ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Fuzzing", **AUTHOR))
-        closed = _id(ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Closed", **AUTHOR))
-        pill = _id(
-            ok(
-                caller,
-                "pillbox",
-                "pill_store",
-                prescription_id=rx,
-                title="A pill",
-                content="auth tokens",
-                compound="decision",
-                **AUTHOR,
-            )
-        )
-        ok(caller, "pillbox", "prescription_close", id=closed)
+        bottle = short_id(run_ok(caller, "pillbox", "bottle_create", name=f"fuzz-{scope}", display_name="Fuzz",
+                                 scope=scope))
+        rx = short_id(run_ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Fuzzing", **AUTHOR))
+        closed = short_id(run_ok(caller, "pillbox", "prescription_open", bottle_id=bottle, title="Closed", **AUTHOR))
+        pill = short_id(run_ok(caller, "pillbox", "pill_store", prescription_id=rx, title="A pill",
+                               content="auth tokens", compound="decision", **AUTHOR))
+        run_ok(caller, "pillbox", "prescription_close", id=closed)
         shorts += [bottle, rx, closed, pill]
-    shorts.append(_id(ok(remote, "pillbox", "capsule_store", title="A capsule", content="x", compound="convention")))
+    shorts.append(short_id(run_ok(remote, "pillbox", "capsule_store", title="A capsule", content="x",
+                                  compound="convention")))
     for key in ("fuzz-todo", "other-todo"):
-        ok(remote, "todos", "put_todo", id=key, name="Fuzz the tools", description="auth")
+        run_ok(remote, "todos", "put_todo", id=key, name="Fuzz the tools", description="auth")
     ids = [
         *shorts,
         *(short[:8] for short in shorts),
@@ -194,127 +173,6 @@ def test_http_endpoint_answers_hostile_tool_input(playground, server, settings):
     check()
 
 
-VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "1999-01-01", "", "latest", "\x00"]
-CONTENT_TYPES = [
-    "application/json",
-    "application/json; charset=utf-8",
-    "APPLICATION/JSON",
-    "text/plain",
-    "",
-    "application/json-seq",
-    "multipart/form-data; boundary=x",
-    "application/x-www-form-urlencoded",
-]
-ACCEPTS = [
-    "application/json, text/event-stream",
-    "application/json",
-    "*/*",
-    "text/html",
-    "",
-    "text/event-stream",
-    "application/*;q=0",
-]
-ORIGINS = [
-    None,
-    "http://127.0.0.1:8000",
-    "http://localhost",
-    "https://evil.example",
-    "null",
-    "http://[::1]",
-    "file://",
-    "http://127.0.0.1.evil.example",
-    "://",
-    "\x00",
-]
-METHODS = [
-    "tools/call",
-    "tools/list",
-    "initialize",
-    "ping",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "notifications/initialized",
-    "notifications/cancelled",
-    "completion/complete",
-    "logging/setLevel",
-    "",
-    "rpc.discover",
-    "tools/call/../list",
-    "\x00",
-    "x" * 10_000,
-]
-identifiers = st.one_of(
-    st.integers(),
-    st.text(max_size=20),
-    st.none(),
-    st.floats(),
-    st.booleans(),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-    st.sampled_from([2**70, -(2**70), "", "\x00"]),
-)
-envelope = st.fixed_dictionaries(
-    {},
-    optional={
-        "jsonrpc": st.one_of(st.just("2.0"), st.just("2.0"), st.sampled_from(["1.0", "2", 2.0, None, ""])),
-        "id": identifiers,
-        "method": st.one_of(st.sampled_from(METHODS), st.text(max_size=30), json_values),
-        "params": st.one_of(
-            json_values,
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "name": st.one_of(
-                        st.sampled_from(["pill_read", "put_todo", "start_workspace", "nope", ""]), json_values
-                    ),
-                    "arguments": st.one_of(json_values, hostile),
-                    "protocolVersion": st.sampled_from(VERSIONS),
-                    "capabilities": json_values,
-                    "clientInfo": json_values,
-                    "_meta": json_values,
-                    "cursor": json_values,
-                },
-            ),
-        ),
-        "result": json_values,
-        "error": json_values,
-    },
-)
-
-
-def _encode(value: Any) -> str:
-    try:
-        return json.dumps(value)
-    except RecursionError:  # deeper than the test's own encoder goes: send a deep body of the same shape
-        return "[" * 5000 + "]" * 5000
-
-
-bodies = st.one_of(
-    envelope.map(_encode),
-    st.lists(envelope, max_size=4).map(_encode),
-    json_values.map(_encode),
-    st.binary(max_size=200),
-    st.sampled_from(
-        [
-            b"",
-            b"{",
-            b"[",
-            b"[]",
-            b"{}",
-            b"null",
-            b"\xef\xbb\xbf{}",
-            b"\xff\xfe{\x00}\x00",
-            b'{"a":' * 100_000,
-            b"[" * 100_000 + b"]" * 100_000,
-            b'{"jsonrpc":"2.0","id":1,"method":"ping"}' * 2,
-            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\x00',
-            b"NaN",
-            b'"\\ud800"',
-        ]
-    ),
-    st.sampled_from(HOSTILE_STRINGS[:20]).map(lambda text: text.encode("utf-8", "surrogatepass")),
-)
 
 
 @pytest.mark.parametrize("server", ["pillbox", "todos"])

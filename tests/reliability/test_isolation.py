@@ -4,37 +4,31 @@ unchanged after every call).
 
 The sweep is driven by the registries (``TOOLSET.tools``): a tool added without an entry in ``SWEEP`` fails
 ``test_every_tool_is_in_the_sweep``. Each surface (today the two MCP endpoints over HTTP) is one entry of
-``SURFACES``; the REST API and the pages join as further entries with their own table and ``send``.
+``SURFACES``; the REST API and the pages join as further entries with their own table and ``send``. A's world,
+and what the sweep checks against it, is built in isolation_world.py.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.forms.models import model_to_dict
 from django.test import Client
 
-import pillbox.tools
-import todos.tools
-from accounts.models import Account, ApiKey
-from mcp_bridge.server import run_tool
-from mcp_bridge.tools import Caller, ToolSet
-from pillbox.databases import GLOBAL, db_file, open_local
-from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture
-from tests.reliability.helpers import Reply, call_tool, pillbox_code
-from todos.models import Todo
-
-MARK = "zqxalice"  # in every name of A's (B may choose the same names: they are unique per user)
-SECRET = f"{MARK} secret"  # in every text of A's; never in anything B may see
-AUTHOR = {"author_name": f"{SECRET} Ada", "author_email": f"{MARK}-secret@example.com"}
-
+from tests.reliability.helpers import TOOLSETS, Reply, call_tool, pillbox_code
+from tests.reliability.isolation_world import (
+    MARK,
+    SECRET,
+    World,
+    assert_no_leak,
+    is_bare_prefix,
+    snapshot,
+    variants,
+    world_fixture,  # noqa: F401 - a fixture
+)
 
 # ---------------------------------------------------------------- the sweep's table
 
@@ -144,7 +138,6 @@ SWEEP: dict[str, dict[str, Entry]] = {
         "release_todo": Entry({"id": "todo"}, {"by": "bob-agent"}),
     },
 }
-TOOLSETS: dict[str, ToolSet] = {"pillbox": pillbox.tools.TOOLSET, "todos": todos.tools.TOOLSET}
 
 
 def test_every_tool_is_in_the_sweep():
@@ -161,207 +154,6 @@ def test_every_tool_is_in_the_sweep():
             if server == "todos" and name == "put_todo":
                 id_like.discard("id")  # the caller's own new id, probed with A's
             assert id_like <= set(entry.ids), f"{server}.{name}: id arguments {id_like - set(entry.ids)} not swept"
-
-
-# ---------------------------------------------------------------- A's world
-
-
-@dataclass
-class World:
-    alice: Any
-    bob: Any
-    project: Path  # A's local bottle's directory
-    records: dict[str, list[uuid.UUID | str]]  # kind -> A's records (todos by their key)
-    local_alias: str
-
-
-def _id(text: str) -> str:
-    match = re.search(r"^id: ([0-9a-f]{12})$", text, re.M)
-    assert match, text
-    return match.group(1)
-
-
-def _full(model: type, alias: str, short: str) -> uuid.UUID:
-    low, high = uuid.UUID(short.ljust(32, "0")), uuid.UUID(short.ljust(32, "f"))
-    return model._default_manager.using(alias).get(id__gte=low, id__lte=high).id
-
-
-@pytest.fixture
-def world(alice, bob, tmp_path, monkeypatch, local_bottles_over_http) -> World:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    project = tmp_path / "alice-project"
-    project.mkdir()
-    remote = Caller(user=alice.user, transport="http")
-    local = Caller(user=alice.user, transport="stdio", workdir=project)
-
-    def as_alice(caller: Caller, server: str, tool: str, **arguments: Any) -> str:
-        reply = run_tool(TOOLSETS[server], TOOLSETS[server].by_name[tool], caller, arguments)
-        assert not reply.is_error, reply.text
-        return reply.text
-
-    records: dict[str, list[uuid.UUID | str]] = {kind: [] for kind in ("bottle", "prescription", "pill", "capsule")}
-    for caller, scope, alias in ((remote, "global", GLOBAL), (local, "local", None)):
-        bottle = _id(
-            as_alice(
-                caller,
-                "pillbox",
-                "bottle_create",
-                name=f"{MARK}-{scope}",
-                display_name=f"{SECRET} {scope}",
-                scope=scope,
-            )
-        )
-        alias = alias or open_local(db_file(project))
-        rx_open = _id(
-            as_alice(caller, "pillbox", "prescription_open", bottle_id=bottle, title=f"{SECRET} session", **AUTHOR)
-        )
-        rx_closed = _id(
-            as_alice(
-                caller, "pillbox", "prescription_open", bottle_id=bottle, title=f"{SECRET} closed session", **AUTHOR
-            )
-        )
-        pills = [
-            _id(
-                as_alice(
-                    caller,
-                    "pillbox",
-                    "pill_store",
-                    prescription_id=rx,
-                    title=f"{SECRET} plan {n}",
-                    content=f"{SECRET} content {n}",
-                    compound=SECRET,
-                    **AUTHOR,
-                )
-            )
-            for n, rx in enumerate((rx_open, rx_open, rx_closed))
-        ]
-        as_alice(caller, "pillbox", "pill_discard", id=pills[1])
-        as_alice(caller, "pillbox", "prescription_close", id=rx_closed)
-        records["bottle"].append(_full(Bottle, alias, bottle))
-        records["prescription"] += [_full(Prescription, alias, rx) for rx in (rx_open, rx_closed)]
-        records["pill"] += [_full(Pill, alias, pill) for pill in pills]
-    capsules = [
-        _id(
-            as_alice(
-                remote,
-                "pillbox",
-                "capsule_store",
-                title=f"{SECRET} capsule {n}",
-                content=f"{SECRET} capsule",
-                compound=SECRET,
-            )
-        )
-        for n in range(2)
-    ]
-    as_alice(remote, "pillbox", "capsule_discard", id=capsules[1])
-    records["capsule"] = [_full(Capsule, GLOBAL, capsule) for capsule in capsules]
-    for key in ("todo", "done", "gone"):
-        as_alice(
-            remote,
-            "todos",
-            "put_todo",
-            id=f"{MARK}-{key}",
-            name=f"{SECRET} plan {key}",
-            description=f"{SECRET} description",
-            priority="high",
-            tags=[f"{MARK}-secret"],
-        )
-    as_alice(
-        remote,
-        "todos",
-        "put_todo",
-        id=f"{MARK}-waits",
-        name=f"{SECRET} plan waits",
-        description="",
-        links=[f"{MARK}-todo"],
-        blockedBy=[f"{MARK}-todo"],
-    )
-    as_alice(remote, "todos", "complete_todo", id=f"{MARK}-done")
-    as_alice(remote, "todos", "claim_todo", id=f"{MARK}-todo", by=f"{MARK}-secret", minutes=600)
-    as_alice(remote, "todos", "delete_todo", id=f"{MARK}-gone")
-    records["todo"] = [f"{MARK}-todo", f"{MARK}-done", f"{MARK}-gone", f"{MARK}-waits"]
-
-    # B has a world of his own, so that every tool has something to answer with.
-    bob_caller = Caller(user=bob.user, transport="http")
-    bottle = _id(
-        as_alice(bob_caller, "pillbox", "bottle_create", name="bob-bottle", display_name="Bob", scope="global")
-    )
-    rx = _id(
-        as_alice(
-            bob_caller,
-            "pillbox",
-            "prescription_open",
-            bottle_id=bottle,
-            title="bob session",
-            author_name="Bob",
-            author_email="b@b.b",
-        )
-    )
-    as_alice(
-        bob_caller,
-        "pillbox",
-        "pill_store",
-        prescription_id=rx,
-        title="secret plan of bob",
-        content="bob",
-        compound="note",
-        author_name="Bob",
-        author_email="b@b.b",
-    )
-    as_alice(bob_caller, "pillbox", "capsule_store", title="bob capsule", content="bob", compound="note")
-    as_alice(bob_caller, "todos", "put_todo", id="bob-todo", name="secret plan of bob", description="")
-    return World(alice, bob, project, records, open_local(db_file(project)))
-
-
-def snapshot(world: World) -> dict[str, list[dict[str, Any]]]:
-    """Every row of A's, in both databases, with every column (view counters too)."""
-    user = world.alice.user
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for alias in (GLOBAL, world.local_alias):
-        bottles = Bottle.objects.using(alias).filter(id__in=world.records["bottle"])
-        rows[f"{alias}:bottle"] = [model_to_dict(row) | {"views": row.views} for row in bottles.order_by("id")]
-        rows[f"{alias}:prescription"] = list(
-            Prescription.objects.using(alias).filter(bottle__in=bottles).order_by("id").values()
-        )
-        rows[f"{alias}:pill"] = list(
-            Pill.objects.using(alias).filter(prescription__bottle__in=bottles).order_by("id").values()
-        )
-    rows["capsule"] = list(Capsule.objects.filter(owner=user).order_by("id").values())
-    rows["todo"] = list(Todo.objects.filter(owner=user).order_by("key").values())
-    rows["registration"] = list(Registration.objects.filter(user=user).order_by("id").values())
-    rows["account"] = list(Account.objects.filter(user=user).values())
-    rows["keys"] = list(ApiKey.objects.filter(user=user).values("id", "revoked_at"))
-    return rows
-
-
-def variants(record: uuid.UUID | str) -> Iterator[str]:
-    """The ways an agent may name a record: full id with and without dashes, upper case, short id, prefix."""
-    if isinstance(record, str):
-        yield from (record, record.upper(), record[:-1])  # todo ids are exact strings, no whitespace
-        return
-    yield from (str(record), record.hex, str(record).upper(), record.hex[:12], record.hex[:8], f" {record.hex[:12]} ")
-
-
-def is_bare_prefix(asked: str) -> bool:
-    """An 8-digit prefix spans about a minute of ids, so it may name one of B's own records made in the same
-    minute: B may then be answered about that record (leaks and writes are still checked)."""
-    digits = asked.strip().replace("-", "")
-    return bool(re.fullmatch(r"[0-9a-fA-F]+", digits)) and len(digits) < 12
-
-
-def secrets_of(world: World) -> list[str]:
-    ids = [r for kind, found in world.records.items() if kind != "todo" for r in found]
-    return [SECRET, f"{MARK}-secret", *(value.hex[:12] for value in ids), *(str(value) for value in ids)]
-
-
-def assert_no_leak(world: World, reply: Reply, *asked: object) -> None:
-    text = reply.text.lower()
-    for echo in asked:
-        if isinstance(echo, str) and echo.strip():
-            text = text.replace(echo.strip().lower(), "")  # an answer may repeat what B sent
-    for secret in secrets_of(world):
-        assert secret.lower() not in text, f"leaked {secret!r}: {reply.text[:1000]}"
 
 
 # ---------------------------------------------------------------- surfaces
