@@ -16,7 +16,7 @@
     between items and appends a counter word, so the vocabulary keeps growing) and bulk-inserted into a
     local bottle database; each copy gets its source pill's vector (embedding 20,000 pills would take
     minutes and a search's cost does not depend on the vectors' values). The tool function and the engine
-    (``pillbox.search.search``) are timed with meaning on and off, against the bare
+    (``pillbox.search.engine.search``) are timed with meaning on and off, against the bare
     ``SELECT rowid FROM pillbox_pill_fts WHERE pillbox_pill_fts MATCH ? ORDER BY rank LIMIT 20`` with the
     same OR-prefix terms, on the same file through Python's ``sqlite3``. Above ``VECTORS_UP_TO`` pills the
     part is words only. With --keep DIR the databases stay in DIR/latency and a later run reuses them (a
@@ -262,11 +262,11 @@ def store_latency(root: Path, items: list[dict[str, Any]], count: int = 40) -> d
 
 
 def query_embedding_ms(queries: list[dict[str, Any]]) -> float:
-    from pillbox import semantic
+    from pillbox.embeddings import loader
 
     embeddings(True)
-    model = semantic.embedder()
-    assert model is not None, semantic.failure()
+    model = loader.embedder()
+    assert model is not None, loader.failure()
     times = []
     for q in queries:
         t0 = time.perf_counter()
@@ -301,22 +301,26 @@ def meaning_only(project: Project, mapping: dict[str, str], queries: list[dict[s
     """The model alone: every pill of the bottle ranked by its cosine with the query (the first 20)."""
     import numpy as np
 
-    from pillbox import ids, search, selectors, semantic
+    from pillbox import ids, selectors
     from pillbox.access import reach_for
+    from pillbox.embeddings import loader
+    from pillbox.search.meaning import vectors_of
+    from pillbox.search.results import as_uuid
+    from pillbox.search.targets import Target
 
     embeddings(True)
-    model = semantic.embedder()
-    assert model is not None, semantic.failure()
+    model = loader.embedder()
+    assert model is not None, loader.failure()
     [(alias, bottles)] = selectors.narrowed_dbs(reach_for(project.caller), None).items()
-    target = search.Target(alias=alias, kind="pill", bottles=frozenset(bottles))
+    target = Target(alias=alias, kind="pill", bottles=frozenset(bottles))
     with connections_of(alias) as cursor:
         cursor.execute("SELECT seq, id FROM pillbox_pill")
-        short_of = {seq: ids.short(search.as_uuid(id_hex)) for seq, id_hex in cursor.fetchall()}
+        short_of = {seq: ids.short(as_uuid(id_hex)) for seq, id_hex in cursor.fetchall()}
     out = {}
     for q in queries:
-        vector = semantic.embed_query(model, q["q"])
+        vector = loader.embed_query(model, q["q"])
         assert vector is not None
-        vectors = search._vectors_of(target, model.key, vector.shape[0])
+        vectors = vectors_of(target, model.key, vector.shape[0])
         similarity = vectors.matrix @ vector
         top = np.argsort(-similarity)[:20]
         out[str(q["i"])] = [mapping.get(short_of[int(vectors.seqs[at])], "?") for at in top]
@@ -505,10 +509,10 @@ def copy_vectors(source_alias: str, target: Project, items: list[dict[str, Any]]
     """Give each replicated pill its source item's vector (rows were inserted in ``replicated`` order)."""
     from django.db import connections
 
-    from pillbox import semantic
+    from pillbox.embeddings import loader
 
     embeddings(True)
-    model = semantic.embedder()
+    model = loader.embedder()
     assert model is not None
     by_item: dict[str, bytes] = {}
     with connections[source_alias].cursor() as cursor:
@@ -550,7 +554,8 @@ def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries
     # The engine alone (what the tool function calls after reading its arguments and the caller's reach).
     from pillbox import selectors
     from pillbox.access import reach_for
-    from pillbox.search import Target, search
+    from pillbox.search.engine import search
+    from pillbox.search.targets import Target
 
     reach = reach_for(project.caller)
     targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles))
@@ -664,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="pills_bench_")).resolve()
     try:
         setup_django(tmp / "home")
-        from pillbox import semantic
+        from pillbox.embeddings import backfill, loader
 
         project = Project(tmp / "projects", "quality")
         embeddings(False)  # stored without vectors: the backfill below fills them in, timed
@@ -673,11 +678,11 @@ def main(argv: list[str] | None = None) -> int:
         store_s = time.perf_counter() - t0
         embeddings(True)
         t0 = time.perf_counter()
-        if semantic.embedder() is None:
-            raise SystemExit(f"the embedding model is not available: {semantic.failure()}")
+        if loader.embedder() is None:
+            raise SystemExit(f"the embedding model is not available: {loader.failure()}")
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        filled = semantic.backfill(project.alias(), "pill")
+        filled = backfill.backfill(project.alias(), "pill")
         backfill_s = time.perf_counter() - t0
         meaning_res = run_ours_quality(project, mapping, queries, repeat, meaning=True)
         words_res = run_ours_quality(project, mapping, queries, repeat, meaning=False)
@@ -691,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         embeddings(False)
         talk_mapping = store_public(talk, conversations.items)
         embeddings(True)
-        semantic.backfill(talk.alias(), "pill")
+        backfill.backfill(talk.alias(), "pill")
         trust["conversations"] = run_corpus(talk, conversations, talk_mapping, repeat)
         ref_res = run_ref_quality(ref, items, queries, repeat)
         query_ms = query_embedding_ms(queries)
@@ -728,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
                                         source_alias=project.alias(), mapping=mapping))
             print_latency(latencies[-1])
     finally:
-        semantic.wait_for_backfills(5)
+        backfill.wait_for_backfills(5)
         shutil.rmtree(tmp, ignore_errors=True)
 
     strict_ratio, typo_ratio, engine_strict, engine_typo = (
