@@ -113,10 +113,10 @@ def copy_vectors(source_alias: str, target: Project, items: list[dict[str, Any]]
     """Give each replicated pill its source item's vector (rows were inserted in ``replicated`` order)."""
     from django.db import connections
 
-    from pillbox import semantic
+    from pillbox.embeddings import loader
 
     embeddings(True)
-    model = semantic.embedder()
+    model = loader.embedder()
     assert model is not None
     by_item: dict[str, bytes] = {}
     with connections[source_alias].cursor() as cursor:
@@ -158,7 +158,8 @@ def latency_at(root: Path, ref: ModuleType, items: list[dict[str, Any]], queries
     # The engine alone (what the tool function calls after reading its arguments and the caller's reach).
     from pillbox import selectors
     from pillbox.access import reach_for
-    from pillbox.search import Target, search
+    from pillbox.search.engine import search
+    from pillbox.search.targets import Target
 
     reach = reach_for(project.caller)
     targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles))

@@ -194,11 +194,11 @@ def store_latency(root: Path, items: list[dict[str, Any]], count: int = 40) -> d
 
 
 def query_embedding_ms(queries: list[dict[str, Any]]) -> float:
-    from pillbox import semantic
+    from pillbox.embeddings import loader
 
     embeddings(True)
-    model = semantic.embedder()
-    assert model is not None, semantic.failure()
+    model = loader.embedder()
+    assert model is not None, loader.failure()
     times = []
     for q in queries:
         t0 = time.perf_counter()
@@ -234,22 +234,26 @@ def meaning_only(project: Project, mapping: dict[str, str], queries: list[dict[s
     """The model alone: every pill of the bottle ranked by its cosine with the query (the first 20)."""
     import numpy as np
 
-    from pillbox import ids, search, selectors, semantic
+    from pillbox import ids, selectors
     from pillbox.access import reach_for
+    from pillbox.embeddings import loader
+    from pillbox.search.meaning import vectors_of
+    from pillbox.search.results import as_uuid
+    from pillbox.search.targets import Target
 
     embeddings(True)
-    model = semantic.embedder()
-    assert model is not None, semantic.failure()
+    model = loader.embedder()
+    assert model is not None, loader.failure()
     [(alias, bottles)] = selectors.narrowed_dbs(reach_for(project.caller), None).items()
-    target = search.Target(alias=alias, kind="pill", bottles=frozenset(bottles))
+    target = Target(alias=alias, kind="pill", bottles=frozenset(bottles))
     with connections_of(alias) as cursor:
         cursor.execute("SELECT seq, id FROM pillbox_pill")
-        short_of = {seq: ids.short(search.as_uuid(id_hex)) for seq, id_hex in cursor.fetchall()}
+        short_of = {seq: ids.short(as_uuid(id_hex)) for seq, id_hex in cursor.fetchall()}
     out = {}
     for q in queries:
-        vector = semantic.embed_query(model, q["q"])
+        vector = loader.embed_query(model, q["q"])
         assert vector is not None
-        vectors = search._vectors_of(target, model.key, vector.shape[0])
+        vectors = vectors_of(target, model.key, vector.shape[0])
         similarity = vectors.matrix @ vector
         top = np.argsort(-similarity)[:20]
         out[str(q["i"])] = [mapping.get(short_of[int(vectors.seqs[at])], "?") for at in top]

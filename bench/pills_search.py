@@ -16,7 +16,7 @@
     between items and appends a counter word, so the vocabulary keeps growing) and bulk-inserted into a
     local bottle database; each copy gets its source pill's vector (embedding 20,000 pills would take
     minutes and a search's cost does not depend on the vectors' values). The tool function and the engine
-    (``pillbox.search.search``) are timed with meaning on and off, against the bare
+    (``pillbox.search.engine.search``) are timed with meaning on and off, against the bare
     ``SELECT rowid FROM pillbox_pill_fts WHERE pillbox_pill_fts MATCH ? ORDER BY rank LIMIT 20`` with the
     same OR-prefix terms, on the same file through Python's ``sqlite3``. Above ``VECTORS_UP_TO`` pills the
     part is words only. With --keep DIR the databases stay in DIR/latency and a later run reuses them (a
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="pills_bench_")).resolve()
     try:
         setup_django(tmp / "home")
-        from pillbox import semantic
+        from pillbox.embeddings import backfill, loader
 
         project = Project(tmp / "projects", "quality")
         embeddings(False)  # stored without vectors: the backfill below fills them in, timed
@@ -132,11 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         store_s = time.perf_counter() - t0
         embeddings(True)
         t0 = time.perf_counter()
-        if semantic.embedder() is None:
-            raise SystemExit(f"the embedding model is not available: {semantic.failure()}")
+        if loader.embedder() is None:
+            raise SystemExit(f"the embedding model is not available: {loader.failure()}")
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        filled = semantic.backfill(project.alias(), "pill")
+        filled = backfill.backfill(project.alias(), "pill")
         backfill_s = time.perf_counter() - t0
         meaning_res = run_ours_quality(project, mapping, queries, repeat, meaning=True)
         words_res = run_ours_quality(project, mapping, queries, repeat, meaning=False)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         embeddings(False)
         talk_mapping = store_public(talk, conversations.items)
         embeddings(True)
-        semantic.backfill(talk.alias(), "pill")
+        backfill.backfill(talk.alias(), "pill")
         trust["conversations"] = run_corpus(talk, conversations, talk_mapping, repeat)
         ref_res = run_ref_quality(ref, items, queries, repeat)
         query_ms = query_embedding_ms(queries)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                                         source_alias=project.alias(), mapping=mapping))
             print_latency(latencies[-1])
     finally:
-        semantic.wait_for_backfills(5)
+        backfill.wait_for_backfills(5)
         shutil.rmtree(tmp, ignore_errors=True)
 
     strict_ratio, typo_ratio, engine_strict, engine_typo = (

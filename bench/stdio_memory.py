@@ -131,8 +131,8 @@ def timed_call(server: Server, tool: str, **arguments: object) -> tuple[float, s
 
 def make_model_file(cache: Path) -> None:
     """The int8 model file, made once before the timed servers start (what a machine's first server does)."""
-    code = ("import django; django.setup(); from pillbox import semantic; "
-            "import sys; sys.exit(0 if semantic.embedder() is not None else semantic.failure())")
+    code = ("import django; django.setup(); from pillbox.embeddings import loader; "
+            "import sys; sys.exit(0 if loader.embedder() is not None else loader.failure())")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
                    env={**base_env(cache.parent / "prepare"), "EMBEDDINGS": "on", "EMBEDDINGS_CACHE": str(cache),
                         "DJANGO_SETTINGS_MODULE": "config.settings"})

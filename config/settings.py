@@ -272,7 +272,7 @@ MCP_REQUEST_BUDGET_SECONDS = float(os.environ.get("MCP_REQUEST_BUDGET_SECONDS") 
 MCP_USER_RATE_LIMIT = (int(os.environ.get("MCP_USER_RATE_LIMIT") or 600), 60)
 # 2: half the threads of the production command (2 workers x 2 blocking threads) when counted in a shared cache.
 MCP_USER_CONCURRENCY = int(os.environ.get("MCP_USER_CONCURRENCY") or 2)
-# A search's time budget in milliseconds (pillbox/search.py): past it, the answer is what was found by then,
+# A search's time budget in milliseconds (pillbox/search/budget.py): past it, the answer is what was found by then,
 # marked partial. 0 turns it off.
 SEARCH_TIME_BUDGET_MS = float(os.environ.get("SEARCH_TIME_BUDGET_MS") or 1000)
 # Per-user quotas on Pillbox rows (pillbox/quotas.py); 0 turns one off.

@@ -26,7 +26,8 @@ from pillbox import selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError, ValidationFailed
-from pillbox.search import Target, search
+from pillbox.search.engine import search
+from pillbox.search.targets import Target
 from pillbox.serializers import (
     BottleDetailSerializer,
     BottlePageSerializer,

@@ -16,7 +16,7 @@ from rest_framework import serializers
 from api.base import ShortIdField
 from pillbox import ids
 from pillbox.models import Bottle, Capsule, Pill, Prescription
-from pillbox.search import MATCHES, Hit
+from pillbox.search.results import MATCHES, Hit
 from pillbox.selectors import BottleSummary
 from pillbox.texts import iso, shown_directory
 

@@ -17,7 +17,7 @@ from django.db.models import F, Model
 from django.utils import timezone
 
 from base.gitexclude import exclude_from_git
-from pillbox import ids, original, quotas, semantic
+from pillbox import ids, original, quotas
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import (
     GLOBAL,
@@ -28,6 +28,7 @@ from pillbox.databases import (
     schema_ready,
     untrusted_reason,
 )
+from pillbox.embeddings import backfill as semantic
 from pillbox.exceptions import (
     AlreadyExists,
     CircularLink,

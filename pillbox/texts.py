@@ -13,7 +13,9 @@ from pathlib import Path
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
 from pillbox.models import Bottle, Capsule, Pill, Prescription
-from pillbox.search import CLIFF_LIMIT, MAX_TERMS, Found
+from pillbox.search.engine import MAX_TERMS
+from pillbox.search.results import Found
+from pillbox.search.scoring import CLIFF_LIMIT
 from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
 
 CONTEXT_SNIPPET = 300

@@ -8,12 +8,15 @@ from typing import Any
 
 from mcp_bridge.arguments import Problem, read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import original, selectors, semantic, services, texts
+from pillbox import original, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.databases import GLOBAL
+from pillbox.embeddings import loader
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
 from pillbox.original import CONTENT_LIMIT
-from pillbox.search import CLIFF_LIMIT, Target, search
+from pillbox.search.engine import search
+from pillbox.search.scoring import CLIFF_LIMIT
+from pillbox.search.targets import Target
 
 
 def _string(low: int, high: int, description: str) -> dict[str, Any]:
@@ -408,5 +411,5 @@ TOOLSET = ToolSet(
     tools=tuple(TOOLS),
     internal_error_text="error: internal_error\nmessage: Something went wrong on the server; it has been logged. "
                         "Try again, and report it if it keeps happening.",
-    warm_up=semantic.preload,
+    warm_up=loader.preload,
 )

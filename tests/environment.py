@@ -11,7 +11,7 @@ from pathlib import Path
 os.environ["PILLBOX_HOME"] = tempfile.mkdtemp(prefix="pillbox-test-home-")
 os.environ.pop("PILLBOX_ROOT", None)
 # Search by meaning loads a model; the suite's lexical contract runs without it. The tests of meaning
-# (tests/pillbox/test_recall.py) turn it on themselves.
+# (tests/pillbox/search/) turn it on themselves.
 os.environ.setdefault("EMBEDDINGS", "off")
 # The int8 model file is made once (tens of seconds) and kept for later runs, inside the checkout.
 os.environ.setdefault("EMBEDDINGS_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "models"))

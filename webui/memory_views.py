@@ -26,7 +26,8 @@ from pillbox.access import Reach, reach_for
 from pillbox.databases import GLOBAL
 from pillbox.exceptions import AmbiguousId, NotFound, PillboxError, ValidationFailed
 from pillbox.models import Capsule, Pill
-from pillbox.search import Target, search
+from pillbox.search.engine import search
+from pillbox.search.targets import Target
 from pillbox.texts import author
 from webui.forms import MemoryForm, RepairForm
 

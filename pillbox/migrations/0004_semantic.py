@@ -1,4 +1,4 @@
-"""Sentence embeddings beside pills and capsules (pillbox.semantic). Rows without one are backfilled."""
+"""Sentence embeddings beside pills and capsules (pillbox.embeddings). Rows without one are backfilled."""
 
 import django.db.models.deletion
 from django.db import migrations, models

@@ -1,7 +1,7 @@
 """Recall an agent can trust: honest absence, the ``match:`` and ``corrected:`` lines, the relevance cliff and
 what the tool descriptions tell the agent. Tool behaviour goes through the SDK's client over HTTP (the live
 server) and stdio; the cliff is checked on a small set derived from the public recall set and a conversational
-one (tests/pillbox/data/recall_cliff.json: the pills that rank in the top 20 of its questions)."""
+one (tests/pillbox/search/data/recall_cliff.json: the pills that rank in the top 20 of its questions)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pillbox import search as engine
+from pillbox.search import engine, typos
+from pillbox.search.targets import Target
 from tests.clients import run, stdio_client
-from tests.pillbox import test_recall
 from tests.pillbox.scenario import (
     caller_for,
     fresh_home,
@@ -23,19 +23,8 @@ from tests.pillbox.scenario import (
     site_fixture,  # noqa: F401 (a fixture)
     store,
 )
-from tests.pillbox.test_recall import (
-    NONSENSE_QUERY,
-    OTHERS,
-    PARAPHRASE_QUERY,
-    PARAPHRASE_TARGET,
-    caller,
-    header,
-    stocked,
-)
-
-# The bundled model's fixtures, shared with test_recall.
-bundled_model = test_recall.bundled_model
-meaning = test_recall.meaning
+from tests.pillbox.search.pills import NONSENSE_QUERY, OTHERS, PARAPHRASE_QUERY, PARAPHRASE_TARGET
+from tests.pillbox.search.recall import caller, header, stocked
 
 CLIFF_SET = Path(__file__).with_name("data") / "recall_cliff.json"
 STRIPE = ("Stripe webhooks", "Orders are confirmed by the signed webhook, never by the redirect.")
@@ -70,13 +59,13 @@ def test_trust_nonsense_answers_no_pills_found_with_meaning_on(site, alice, mean
 
 
 def test_trust_a_plausible_correction_only():
-    assert engine.plausible("strpie", "stripe") and engine.plausible("webhoks", "webhooks")
-    assert engine.plausible("covearlls", "coveralls") and engine.plausible("rdeirect", "redirect")
-    assert not engine.plausible("plorbt", "port")  # two edits in a short word
-    assert not engine.plausible("tests", "bests")  # another first letter
-    assert engine.plausible("authnetiaction", "authentication")  # two edits in a long word
-    assert engine.plausible("statles", "stateless")  # two letters left out, the rest in order
-    assert not engine.plausible("stales", "stateless") and not engine.plausible("satles", "stateless")
+    assert typos.plausible("strpie", "stripe") and typos.plausible("webhoks", "webhooks")
+    assert typos.plausible("covearlls", "coveralls") and typos.plausible("rdeirect", "redirect")
+    assert not typos.plausible("plorbt", "port")  # two edits in a short word
+    assert not typos.plausible("tests", "bests")  # another first letter
+    assert typos.plausible("authnetiaction", "authentication")  # two edits in a long word
+    assert typos.plausible("statles", "stateless")  # two letters left out, the rest in order
+    assert not typos.plausible("stales", "stateless") and not typos.plausible("satles", "stateless")
 
 
 # ---------------------------------------------------------------- say what matched
@@ -152,8 +141,9 @@ def test_trust_over_stdio_a_typo_answer_names_its_correction(tmp_path):
 def test_trust_the_cliff_never_cuts_a_right_answer_on_the_recall_set(alice, meaning):
     """Every question of the set whose answer is in the first 20 rows without the cliff keeps it with the
     cliff, by words and meaning and by words only; the cut rows are counted in ``more`` and in ``total``."""
-    from pillbox import ids, semantic, services
+    from pillbox import ids, services
     from pillbox.access import reach_for
+    from pillbox.embeddings import backfill
 
     data = json.loads(CLIFF_SET.read_text(encoding="utf-8"))
     author = {"author_name": "Ada Lovelace", "author_email": "ada@example.com"}
@@ -168,8 +158,8 @@ def test_trust_the_cliff_never_cuts_a_right_answer_on_the_recall_set(alice, mean
             pill = services.pill_store(reach=reach, prescription_id=rx.id.hex, title=item["title"],
                                        content=item["content"], compound=item["compound"], **author)
             ours[pill.id] = item["id"]
-    semantic.backfill("default", "pill")
-    target = engine.Target(alias="default", kind="pill", bottles=frozenset([bottle.id]))
+    backfill.backfill("default", "pill")
+    target = Target(alias="default", kind="pill", bottles=frozenset([bottle.id]))
     cut_rows = kept = 0
     for on in (True, False):
         meaning_on = "on" if on else "off"

@@ -1,8 +1,8 @@
-"""Snippets (pillbox/snippets.py): a piece of a pill's text quoted in a search result. It is cut on word
+"""Snippets (pillbox/search/snippets.py): a piece of a pill's text quoted in a search result. It is cut on word
 boundaries (runs of non-space characters), says with '…' on which side text was left out, and shows what it
 shows exactly: no character of a word it quotes is lost, whatever the word is made of.
 
-``window`` is checked directly and through the search engine's choice of window (``_Coverage.snippet``: the
+``window`` is checked directly and through the search engine's choice of window (``Coverage.snippet``: the
 ``SNIPPET_TOKENS`` index words around the most query terms); ``head`` is the beginning of a pill shown when a
 compound is listed.
 """
@@ -13,8 +13,9 @@ import hashlib
 
 import pytest
 
-from pillbox import search as engine
-from pillbox.snippets import ELLIPSIS, LISTING_WIDTH, MAX_STRETCH, head, window
+from pillbox.search.coverage import SNIPPET_TOKENS, Coverage
+from pillbox.search.snippets import ELLIPSIS, LISTING_WIDTH, MAX_STRETCH, head, window
+from pillbox.search.terms import extract_terms, meaningful
 
 # Distinct filler words, so that a quoted piece is found at one place only in the text it came from.
 FILLER = " ".join(f"filler{chr(ord('a') + i // 26)}{chr(ord('a') + i % 26)}" for i in range(60))
@@ -121,19 +122,19 @@ def test_snippet_window_chosen_by_the_search_quotes_whole_words_at_the_start_the
         ("東京", f"{FILLER} 東京 {FILLER.upper()}", "東京"),
     ]
     for query, text, shown in cases:
-        snippet = engine._Coverage(engine.meaningful(engine.extract_terms(query)), {}).snippet(text)
+        snippet = Coverage(meaningful(extract_terms(query)), {}).snippet(text)
         piece = quoted(text, snippet)
         assert f" {shown} " in f" {piece} ", (query, snippet)
-        assert len(piece.split()) <= engine.SNIPPET_TOKENS, snippet
-    start = engine._Coverage(["alpha"], {}).snippet(f"alpha {FILLER}")
+        assert len(piece.split()) <= SNIPPET_TOKENS, snippet
+    start = Coverage(["alpha"], {}).snippet(f"alpha {FILLER}")
     assert start.startswith("alpha ") and start.endswith(ELLIPSIS)
-    end = engine._Coverage(["omega"], {}).snippet(f"{FILLER} omega.")
+    end = Coverage(["omega"], {}).snippet(f"{FILLER} omega.")
     assert end.startswith(ELLIPSIS) and end.endswith(" omega.")
 
 
 def test_snippet_of_a_text_shorter_than_the_window_is_the_whole_text():
     text = "Backups run nightly:\n`pg_dump` at 2am."
-    assert engine._Coverage(["backups"], {}).snippet(text) == "Backups run nightly: `pg_dump` at 2am."
+    assert Coverage(["backups"], {}).snippet(text) == "Backups run nightly: `pg_dump` at 2am."
 
 
 # ---------------------------------------------------------------- head

@@ -1,0 +1,177 @@
+"""The entry point: ``search`` runs the passes by words and by meaning over every target and weighs one against
+the other (or lists a compound's rows when there is no query).
+
+Typos: when the strict pass finds nothing (and the query has at least 5 characters), or at once with
+``fuzzy``, each term of 4+ characters is expanded to indexed words within Jaro-Winkler 0.80 (length within
+2) among the words a deletion neighbourhood of the vocabulary files beside it (``TypoIndex``: the
+corrections worth offering, without scoring every indexed word). Beyond the seed, a term that no searched
+database knows (the union of their vocabularies, so a word in one bottle is never a typo for another) is
+expanded even when other terms matched, so one misspelled word is not silently dropped. Each term takes its
+``MAX_EXPANSIONS`` most similar words, among those a person could have meant (``plausible``; ``widened``).
+``used_fuzzy`` is set when a returned row contains an expansion word; each hit says how it matched the terms
+(``MATCHES``) and which corrections it matched, and the answer shows the first's and all of them.
+
+Meaning (``pillbox.embeddings``): the query's sentence embedding is compared with every reachable row's vector;
+the words' candidates get their cosine, and rows close enough in meaning join them (``used_semantic`` when a
+shown row was found by meaning alone). See ``scoring`` and ``search`` for how the two are weighed. Rows of the
+bottle holding the caller's working directory get ``CURRENT_BOTTLE_BOOST``. With ``cut``, rows far below the
+best are left out after the first ``CLIFF_HEAD`` (``cliff``) and counted.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from django.db import connections
+
+from pillbox.embeddings import loader
+from pillbox.search import snippets
+from pillbox.search.budget import Budget
+from pillbox.search.coverage import FUZZY_COVERAGE, Coverage
+from pillbox.search.lexical import Candidate, any_match, lexical_pass
+from pillbox.search.meaning import semantic_pass
+from pillbox.search.results import Found, Hit, as_uuid
+from pillbox.search.scoring import CLIFF_LOOKUP, CLIFF_OTHER, cliff, merge, rank
+from pillbox.search.targets import Target
+from pillbox.search.terms import extract_terms, meaningful
+from pillbox.search.typos import worded
+from pillbox.search.vocabulary import MIN_FUZZY_TERM, vocabulary, widened
+
+MIN_FUZZY_QUERY = 5
+# The most distinct meaningful terms a query is searched with; the rest are ignored and the answer says so. A
+# search's cost grows with its terms (FTS5's OR, coverage, typo expansions): 32 is far beyond a person's query
+# (the recall set's longest has 12) and bounds what a 1,000-character query of 200 words can cost.
+MAX_TERMS = 32
+# Measured on the recall set (kinds a-e, n, p; bench/pills_search.py): when every meaningful term is matched
+# (typed or corrected) the query is a look-up and keeps the lexical order (rows found by meaning alone come
+# after the words' rows); otherwise the words missed something and meaning weighs in fully. Any weight on
+# look-ups cost them (kind a 1.000 -> 0.988 at 0.01, 0.983 at 0.05); one weight for every query lost 0.02-0.05
+# MRR on look-ups for the same gain on n and p.
+# Calibrated since on two kinds of memory (the public commit history and a conversational set, one pill per
+# turn; bench/pills_search.py --conversations): the weight follows the share of the query's terms its best row
+# matches. A look-up (all) keeps the word order; half or more: 3x; less than half (a paraphrase, a question in
+# other words): the cosine decides (100x) and the words only break ties. One weight of 3 for every partial match
+# left paraphrases below the model alone (conversations MRR@10 0.501 against 0.644; public p 0.157 / 0.166).
+SIMILARITY_WEIGHT = 3.0
+WEAK_SIMILARITY_WEIGHT = 100.0
+WEAK_SHARE = 0.5  # under this share of the terms matched by the best row, the query's words are weak
+LOOKUP_SIMILARITY_WEIGHT = 0.0
+# Beside the words' rows, rows found by meaning alone need the model's floor less this (conversational
+# paraphrases: MRR@10 0.646 at 0.20, 0.560 at 0.30).
+BESIDE_WORDS_MARGIN = 0.10
+
+
+def _hit(row: tuple[Any, ...]) -> Hit:
+    id_hex, seq, compound, title, snippet, bottle_hex = row
+    return Hit(
+        id=as_uuid(id_hex), seq=seq, compound=compound, title=title,
+        snippet=snippets.head(snippet, snippets.LISTING_WIDTH),
+        bottle_id=as_uuid(bottle_hex) if bottle_hex else None, score=1.0,
+    )
+
+
+def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]:
+    joins, where, params = target.scope_sql()
+    body = f"FROM {target.table} m {joins} WHERE {where} AND m.compound = %s"
+    with connections[target.alias].cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, {snippets.LISTING_WIDTH + 40}), "
+            f"{target.bottle_column} "
+            f"{body} ORDER BY m.seq DESC LIMIT %s",
+            [*params, compound, limit],
+        )
+        rows = cursor.fetchall()
+        cursor.execute(f"SELECT COUNT(*) {body}", [*params, compound])
+        total = cursor.fetchone()[0]
+    return [_hit(row) for row in rows], total
+
+
+def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
+           current: frozenset[uuid.UUID] = frozenset(), cut: bool = False) -> Found:
+    """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
+    (where the caller's working directory is) rank ahead of others at comparable relevance. With ``cut``, rows
+    far below the best are left out (``cliff``) and counted in ``Found.more``."""
+    targets = [target for target in targets if target.kind == "capsule" or target.bottles]
+    if not query:
+        assert compound is not None
+        listed = [_listing(target, compound, limit) for target in targets]
+        return Found(merge([hits for hits, _ in listed], limit, by_score=False),
+                     sum(total for _, total in listed), used_fuzzy=False)
+    terms = meaningful(extract_terms(query))
+    ignored = max(0, len(terms) - MAX_TERMS)
+    terms = terms[:MAX_TERMS]
+    if not terms or not targets:
+        return Found([], 0, used_fuzzy=False, ignored_terms=ignored)
+
+    # First pass: the typed terms, widened at once for a term no searched database knows (a likely typo),
+    # and for every term with ``fuzzy``. Without such a term this is the strict pass.
+    vocabularies = [vocabulary(target) for target in targets]
+    # Counted from here: reading a scope's vocabulary once (then cached) is not the query's cost.
+    budget = Budget()
+
+    def known(term: str) -> bool:
+        return any(words.has_prefix(term) for words in vocabularies)
+
+    passes: list[tuple[dict[str, list[str]], list[Candidate], int, dict[int, tuple[Any, ...]]]] = []
+    partly_widened = False
+    for target, words in zip(targets, vocabularies, strict=True):
+        if passes and budget.spent():  # the first database is always searched: an answer has something
+            passes.append(({}, [], 0, {}))
+            continue
+        expansions = widened(budget, words, terms, fuzzy, known)
+        partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
+        passes.append((expansions, *lexical_pass(target, terms, expansions, compound, limit, words, budget)))
+    if not fuzzy and len(query) >= MIN_FUZZY_QUERY and not budget.spent() and (
+        not any(total for _, _, total, _ in passes)
+        or (partly_widened and not any(any_match(target, terms, compound, words)
+                                       for target, words in zip(targets, vocabularies, strict=True)))
+    ):
+        # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
+        passes = []
+        for target, words in zip(targets, vocabularies, strict=True):
+            expansions = widened(budget, words, terms, True, known)
+            passes.append((expansions, *lexical_pass(target, terms, expansions, compound, limit, words, budget))
+                          if expansions else ({}, [], 0, {}))
+
+    covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
+    lookup = covered >= FUZZY_COVERAGE * len(terms)
+    # A look-up (every term matched) keeps its words' order, and rows found by meaning alone come after its words'
+    # rows: when those already fill the page, neither the query's embedding nor the similarity scan can change the
+    # answer, and neither is paid for. A model still loading is waited for briefly (a wait the time budget
+    # excuses, as a load once per process); until it is ready, search is by words.
+    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    loading = time.monotonic()
+    model = None if page_full or budget.spent() else loader.embedder(wait=loader.SEARCH_WAIT)
+    budget.excuse(loading)
+    query_vector = loader.embed_query(model, query) if model is not None else None
+    meaning, floor = None, 1.0
+    if model is not None and query_vector is not None:
+        meaning = (LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT if covered >= WEAK_SHARE * len(terms)
+                   else WEAK_SIMILARITY_WEIGHT)
+        # With nothing found by words, only a row very close in meaning may make the answer non-empty, and only
+        # for a query made of words (worded()).
+        words_found = any(lexical for _, lexical, _, _ in passes)
+        floor = (model.floor - BESIDE_WORDS_MARGIN if words_found
+                 else model.floor + loader.ALONE_MARGIN if worded(terms) else 2.0)
+    results = []
+    total = 0
+    for target, (expansions, lexical, lexical_total, rows) in zip(targets, passes, strict=True):
+        candidates = list(lexical)
+        if meaning is not None:
+            assert model is not None and query_vector is not None
+            by_meaning = semantic_pass(target, model, query_vector, compound, candidates, floor)
+            candidates.extend(by_meaning)
+            lexical_total += len(by_meaning)
+        total += lexical_total
+        results.append(rank(target, candidates, rows, Coverage(terms, expansions), len(terms), limit,
+                             meaning=meaning, boosted=current, budget=budget))
+    hits = merge([r.hits for r in results], limit, by_score=True)
+    shown = cliff(hits, CLIFF_LOOKUP if lookup else CLIFF_OTHER) if cut else len(hits)
+    more, hits = len(hits) - shown, hits[:shown]
+    expanded = set().union(*(r.expanded for r in results))
+    by_meaning_ids = set().union(*(r.by_meaning for r in results))
+    return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
+                 used_semantic=any(hit.id in by_meaning_ids for hit in hits), ignored_terms=ignored,
+                 partial=budget.cut, more=more)

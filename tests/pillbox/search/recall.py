@@ -1,0 +1,40 @@
+"""The steps the recall tests share: a bottle stocked over the tools (``stocked``, ``stocked_local``), an ORM
+check from inside a scenario (``in_db``), a caller, and an answer's header."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+
+from pillbox.embeddings import backfill
+from tests.pillbox.scenario import Call, new_bottle, open_prescription, store
+
+
+def header(text: str) -> str:
+    return text.split("\n\n")[0]
+
+
+def caller(user) -> object:
+    from mcp_bridge.tools import Caller
+
+    return Caller(user=user, transport="http", workdir=None)
+
+
+async def in_db(function, *args):
+    """Run an ORM check from inside a scenario (Django refuses database calls in an event loop's thread)."""
+    return await sync_to_async(function, thread_sensitive=False)(*args)
+
+
+async def stocked(call: Call, name: str, pills: list[tuple[str, str]]) -> list[str]:
+    bottle = await new_bottle(call, name)
+    rx = await open_prescription(call, bottle)
+    stored = [await store(call, rx, title, content) for title, content in pills]
+    await in_db(backfill.wait_for_backfills)  # a store leaves its vector to the background backfill
+    return stored
+
+
+async def stocked_local(call: Call, name: str, pills: list[tuple[str, str]]) -> list[str]:
+    bottle = await new_bottle(call, name, scope="local")
+    rx = await open_prescription(call, bottle)
+    stored = [await store(call, rx, title, content) for title, content in pills]
+    await in_db(backfill.wait_for_backfills)  # a store leaves its vector to the background backfill
+    return stored
