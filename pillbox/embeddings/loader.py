@@ -12,12 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pillbox.embeddings import shared
 from pillbox.embeddings.embedders import (
+    BUNDLED_KEY,
+    INT8_SHA256,
     BundledModel,
     Embedder,
     EndpointModel,
     ModelIntegrityError,
     bundled_model_dir,
+    cache_dir,
     release_memory,
 )
 
@@ -61,7 +65,17 @@ def _make() -> Embedder:
     url, model, _ = _configured()
     if url:
         return EndpointModel(url, model or "default", os.environ.get("EMBEDDINGS_API_KEY", ""), _floor(0.5))
-    return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
+    if not shared.enabled():
+        return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
+    one_per_machine = shared.SharedModel(key=BUNDLED_KEY, digest=INT8_SHA256, floor=_floor(BUNDLED_FLOOR),
+                                         model_dir=bundled_model_dir(), cache=cache_dir())
+    try:
+        return one_per_machine.connect()
+    except ModelIntegrityError:
+        raise
+    except (OSError, RuntimeError) as exc:  # no usable socket or process here: the model runs in this one
+        logger.warning("The shared embedding process is not used (%s); the model runs in this process", exc)
+        return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
 
 
 class _State:
@@ -80,9 +94,15 @@ _state = _State()
 factory: Callable[[], Embedder] = _make  # tests swap in a model directory of their own
 
 
+def _close(model: Embedder | None) -> None:
+    if isinstance(model, shared.SharedModel):
+        model.close()  # the shared process leaves once no server holds a connection to it
+
+
 def reset() -> None:
     """Forget the loaded embedder (tests, or after the configuration changed)."""
     with _state.lock:
+        _close(_state.embedder)
         _state.embedder, _state.failed, _state.config = None, None, None
         _state.queries.clear()
 
@@ -120,6 +140,7 @@ def _loading() -> threading.Thread | None:
     state = _state
     with state.lock:
         if state.config != config:
+            _close(state.embedder)
             state.embedder, state.failed, state.config, state.loader = None, None, config, None
             state.queries.clear()
         if state.embedder is not None or state.failed is not None:

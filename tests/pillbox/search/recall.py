@@ -1,11 +1,15 @@
 """The steps the recall tests share: a bottle stocked over the tools (``stocked``, ``stocked_local``), an ORM
-check from inside a scenario (``in_db``), a caller, and an answer's header."""
+check from inside a scenario (``in_db``), a caller, an answer's header, and a copy of the int8 model file to
+tamper with."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from asgiref.sync import sync_to_async
 
-from pillbox.embeddings import backfill
+from pillbox.embeddings import backfill, embedders
 from tests.pillbox.scenario import Call, new_bottle, open_prescription, store
 
 
@@ -38,3 +42,19 @@ async def stocked_local(call: Call, name: str, pills: list[tuple[str, str]]) -> 
     stored = [await store(call, rx, title, content) for title, content in pills]
     await in_db(backfill.wait_for_backfills)  # a store leaves its vector to the background backfill
     return stored
+
+
+def copied_model(tmp_path: Path) -> Path:
+    """A model cache directory of the test's own, holding a copy of the int8 file."""
+    cache = tmp_path / "models"
+    cache.mkdir()
+    shutil.copyfile(embedders.cache_dir() / embedders.INT8_FILE, cache / embedders.INT8_FILE)
+    return cache
+
+
+def flip_a_byte(path: Path) -> None:
+    with path.open("r+b") as handle:
+        handle.seek(4096)
+        byte = handle.read(1)
+        handle.seek(4096)
+        handle.write(bytes([byte[0] ^ 1]))

@@ -26,7 +26,7 @@ from tests.pillbox.scenario import (
     site_fixture,  # noqa: F401 (a fixture)
 )
 from tests.pillbox.search.pills import NONSENSE_QUERY, OTHERS, PARAPHRASE_QUERY, PARAPHRASE_TARGET
-from tests.pillbox.search.recall import caller, stocked
+from tests.pillbox.search.recall import caller, copied_model, flip_a_byte, stocked
 
 # ---------------------------------------------------------------- the model file
 
@@ -87,15 +87,9 @@ def test_recall_the_wordpiece_tokenizer_gives_the_ids_of_the_model_s_own_tokeniz
 
 def test_recall_a_tampered_int8_model_file_is_refused(bundled_model, tmp_path):
     """The int8 file the server runs is checked at every load; the package's files pass, this one does not."""
-    cache = tmp_path / "models"
-    cache.mkdir()
-    shutil.copyfile(embedders.cache_dir() / embedders.INT8_FILE, cache / embedders.INT8_FILE)
+    cache = copied_model(tmp_path)
     assert embedders.BundledModel(embedders.bundled_model_dir(), 0.4, cache=cache).key == embedders.BUNDLED_KEY
-    with (cache / embedders.INT8_FILE).open("r+b") as handle:
-        handle.seek(4096)
-        byte = handle.read(1)
-        handle.seek(4096)
-        handle.write(bytes([byte[0] ^ 1]))
+    flip_a_byte(cache / embedders.INT8_FILE)
     with pytest.raises(embedders.ModelIntegrityError, match="does not match its pinned SHA-256.*Delete it"):
         embedders.BundledModel(embedders.bundled_model_dir(), 0.4, cache=cache)
 
