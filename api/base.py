@@ -348,6 +348,6 @@ urlpatterns = [
     # The split view serves Swagger UI's init script as a file (no inline script: the CSP allows none).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("todos/", include("todos.api.urls")),
-    path("pillbox/", include("pillbox.api")),
+    path("pillbox/", include("pillbox.api.urls")),
     re_path(r"^(?P<unmatched>.*)$", not_found),
 ]

@@ -282,8 +282,8 @@ PILLBOX_QUOTAS = {
     "pills": int(os.environ.get("PILLBOX_MAX_PILLS") or 100_000),
     "capsules": int(os.environ.get("PILLBOX_MAX_CAPSULES") or 10_000),
 }
-# The most bytes the original Pillbox's tables in one of its files may take to be imported (pillbox/original.py);
-# 0 turns it off.
+# The most bytes the original Pillbox's tables in one of its files may take to be imported
+# (pillbox/original/judge.py); 0 turns it off.
 PILLBOX_IMPORT_MAX_BYTES = int(os.environ.get("PILLBOX_IMPORT_MAX_BYTES") or 256 * 1024 * 1024)
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).

@@ -36,7 +36,8 @@ from django.utils import timezone
 
 from accounts.models import Account
 from base.private import FILE_MODE, private_db_file, private_dir
-from pillbox.databases import GLOBAL, open_local
+from pillbox.databases import open_local
+from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from todos.models import Todo
 

@@ -19,10 +19,14 @@ from django.db import IntegrityError, models, transaction
 
 from base.lru import BoundedLru
 from mcp_bridge.tools import Caller
-from pillbox import ids, original
-from pillbox.databases import GLOBAL, change_marker, find_local_db, open_local, schema_ready
+from pillbox import ids
+from pillbox.databases import change_marker, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind
+from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.original.files import ImportFailed
+from pillbox.original.home import import_home
+from pillbox.original.news import announce_failure
 
 logger = logging.getLogger("pillbox")
 
@@ -106,7 +110,7 @@ def registration_alias(registration: Registration) -> str | None:
 def reach_for(caller: Caller) -> Reach:
     if caller.transport == "stdio":
         # Hook (original Pillbox import): the home's original global file becomes this user's, once.
-        original.import_home(caller.user)
+        import_home(caller.user)
     local = find_local_db(caller.workdir)
     current, unreadable = GLOBAL, None
     if local is not None:
@@ -126,8 +130,8 @@ def reach_for(caller: Caller) -> Reach:
         try:
             alias = registration_alias(registration)
         except IncompatibleDb as exc:  # a newer Pillbox wrote that file: leave it alone, the others still work
-            if isinstance(exc, original.ImportFailed):
-                original.announce_failure(exc)
+            if isinstance(exc, ImportFailed):
+                announce_failure(exc)
             continue
         if alias is not None:
             reach.dbs.setdefault(alias, set()).add(registration.bottle_id)

@@ -21,10 +21,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from mcp_bridge.tools import Caller
-from pillbox import ids, services
+from pillbox import curation, ids, services
 from pillbox.access import Reach
-from pillbox.databases import GLOBAL
 from pillbox.exceptions import PillboxError
+from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
 from pillbox.texts import shown_directory
 
@@ -153,7 +153,7 @@ class PrescriptionAdmin(PointsToLocalMemory):
             request,
             queryset.filter(deleted_at__isnull=False),
             "Restored",
-            lambda rx: services.prescription_restore(
+            lambda rx: curation.prescription_restore(
                 reach=operator_reach(request.user, [rx.bottle_id]), prescription_id=rx.pk.hex
             ),
         )
@@ -192,7 +192,7 @@ class PillAdmin(PointsToLocalMemory):
             request,
             queryset.filter(deleted_at__isnull=False).select_related("prescription"),
             "Restored",
-            lambda pill: services.pill_restore(
+            lambda pill: curation.pill_restore(
                 reach=operator_reach(request.user, [pill.prescription.bottle_id]), pill_id=pill.pk.hex
             ),
         )
@@ -230,7 +230,7 @@ class CapsuleAdmin(ReadOnlyAdmin):
             request,
             queryset.filter(deleted_at__isnull=False).select_related("owner"),
             "Restored",
-            lambda capsule: services.capsule_restore(reach=operator_reach(capsule.owner), capsule_id=capsule.pk.hex),
+            lambda capsule: curation.capsule_restore(reach=operator_reach(capsule.owner), capsule_id=capsule.pk.hex),
         )
 
 

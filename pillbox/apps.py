@@ -7,7 +7,8 @@ class PillboxConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from pillbox import original, tokens
+        from pillbox import tokens
+        from pillbox.original.recognise import only_our_constraints
 
-        connection_created.connect(original.only_our_constraints, dispatch_uid="pillbox_original_constraints")
+        connection_created.connect(only_our_constraints, dispatch_uid="pillbox_original_constraints")
         connection_created.connect(tokens.register, dispatch_uid="pillbox_scoped_words")

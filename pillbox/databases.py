@@ -1,9 +1,9 @@
 """Where a bottle's data lives, and how its database is opened.
 
-The global database is Django's ``default``. Each local bottle lives in ``<directory>/.pillbox/pillbox.db``,
-opened on demand as a database alias of its own (``bottle:<path>``) with the same SQLite options as the
-global one, and given its schema by the same migrations the first time it is created. The nearest
-``.pillbox/pillbox.db`` at or above the working directory is the current local database, the way git
+The global database is Django's ``default`` (pillbox.global_db). Each local bottle lives in
+``<directory>/.pillbox/pillbox.db``, opened on demand as a database alias of its own (``bottle:<path>``) with the
+same SQLite options as the global one, and given its schema by the same migrations the first time it is created.
+The nearest ``.pillbox/pillbox.db`` at or above the working directory is the current local database, the way git
 finds ``.git``.
 """
 
@@ -14,7 +14,7 @@ import os
 import sqlite3
 import stat
 import sys
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,12 @@ from django.db import connections
 
 from base.bootstrap import file_lock
 from base.private import private_db_file, private_dir
-from pillbox import original
 from pillbox.exceptions import IncompatibleDb
+from pillbox.global_db import global_db_file, resolved_once
+from pillbox.original.local import import_local, local_snapshot
+from pillbox.original.recognise import is_global_original
 from pillbox.routers import LOCAL_ALIAS_PREFIX
 
-GLOBAL = "default"
 DB_DIR = ".pillbox"
 DB_NAME = "pillbox.db"
 
@@ -40,17 +41,6 @@ logger = logging.getLogger("pillbox")
 
 def db_file(directory: Path) -> Path:
     return directory / DB_DIR / DB_NAME
-
-
-def global_db_file() -> Path | None:
-    db = settings.DATABASES[GLOBAL]
-    return _resolved(str(db["NAME"])) if db["ENGINE"].endswith("sqlite3") else None
-
-
-@lru_cache(maxsize=64)
-def _resolved(path: str) -> Path:
-    """A path of this process's own (the home, the global file) resolved once: every tool call asks."""
-    return Path(path).resolve()
 
 
 def change_marker(alias: str) -> tuple[object, ...] | None:
@@ -117,7 +107,7 @@ def find_local_db(workdir: Path | None) -> Path | None:
     if workdir is None:
         return None
     start = workdir.resolve()
-    home = _resolved(str(Path.home()))
+    home = resolved_once(str(Path.home()))
     stop = home if start.is_relative_to(home) else Path(start.anchor)
     global_file = global_db_file()
     for directory in (start, *start.parents):
@@ -127,7 +117,7 @@ def find_local_db(workdir: Path | None) -> Path | None:
                 _report_untrusted(candidate, directory, reason)
                 return None
             # Hook (original Pillbox import): the original's global file is never a project's database.
-            if not original.is_global_original(candidate):
+            if not is_global_original(candidate):
                 return resolved
         if directory == stop:
             break
@@ -194,7 +184,7 @@ def open_local(path: Path, *, create: bool = False) -> str:
         )
     # Hook (original Pillbox import): a project file the original wrote is read (and judged) before anything
     # is written into it, then gets our schema beside its tables and its memory copied into ours.
-    snapshot = original.local_snapshot(path) if path.exists() else None
+    snapshot = local_snapshot(path) if path.exists() else None
     if applied is None and not create and snapshot is None:
         return alias
     private_dir(path.parent)
@@ -205,7 +195,7 @@ def open_local(path: Path, *, create: bool = False) -> str:
             if known_migrations() - applied:
                 call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
     if snapshot is not None:
-        original.import_local(snapshot, alias)
+        import_local(snapshot, alias)
     _schema_checked.add(alias)
     return alias
 

@@ -1,6 +1,6 @@
 """Pillbox records as the REST API answers them: short ids and timestamps to the second, as agents read them.
 
-Output only: input is read against the MCP tools' own schemas (``pillbox.api``).
+Output only: input is read against the MCP tools' own schemas (``pillbox.api.common``).
 """
 
 from __future__ import annotations

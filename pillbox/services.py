@@ -1,4 +1,5 @@
-"""Writes: every change to bottles, prescriptions, pills and capsules goes through here.
+"""Writes: every change to bottles, prescriptions, pills and capsules goes through here, but those only people
+make (restoring, purging, repairing their registry: pillbox.curation).
 
 Each service runs in one IMMEDIATE transaction on the database that holds the record, so its id is
 chosen (pillbox.ids) while no other writer can interleave.
@@ -11,23 +12,14 @@ import unicodedata
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
 from base.gitexclude import exclude_from_git
-from pillbox import ids, original, quotas
+from pillbox import ids, quotas
 from pillbox.access import Reach, locate, locate_capsule, register, relink
-from pillbox.databases import (
-    GLOBAL,
-    db_file,
-    global_db_file,
-    has_schema,
-    open_local,
-    schema_ready,
-    untrusted_reason,
-)
+from pillbox.databases import db_file, has_schema, open_local, schema_ready, untrusted_reason
 from pillbox.embeddings import backfill as semantic
 from pillbox.exceptions import (
     AlreadyExists,
@@ -39,7 +31,9 @@ from pillbox.exceptions import (
     ValidationFailed,
     WrongKind,
 )
+from pillbox.global_db import GLOBAL, global_db_file
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.original.recognise import is_global_original, is_original
 
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 REOPEN_HINT = "prescription_reopen reopens it"
@@ -158,7 +152,7 @@ def _refuse_nested(reach: Reach, enclosing: Path) -> None:
     )
 
 
-def _named_directory(raw: str) -> Path:
+def named_directory(raw: str) -> Path:
     """The directory an agent or a person typed; ``~name`` of an unknown user names nothing."""
     try:
         return Path(raw).expanduser()
@@ -166,7 +160,7 @@ def _named_directory(raw: str) -> Path:
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {raw}.", directory=raw) from None
 
 
-def _is_file(path: Path) -> bool:
+def is_file(path: Path) -> bool:
     try:
         return path.is_file()
     except OSError:  # a name longer than the file system allows, a path it cannot look at
@@ -178,19 +172,19 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
     if refusal := _remote_refusal(reach, "link directories"):
         raise refusal
     base = _workdir(reach)
-    target = (base / _named_directory(directory)).resolve() if directory else base
+    target = (base / named_directory(directory)).resolve() if directory else base
     path = db_file(target)
     global_file = global_db_file()
     if global_file is not None and (path.resolve() == global_file or (target / "pillbox.db").resolve() == global_file):
         raise CircularLink("That directory holds the global database, which is always linked.", directory=str(target))
-    if not _is_file(path):
+    if not is_file(path):
         raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
     # Hook (original Pillbox import): its global file is the user's global memory, never a project.
-    if original.is_global_original(path):
+    if is_global_original(path):
         raise CircularLink("That directory holds the original Pillbox's global database, which becomes your "
                            "global memory by itself.", directory=str(target))
     # Hook (original Pillbox import): open_local brings a project file of the original across.
-    if not has_schema(path) and not original.is_original(path):
+    if not has_schema(path) and not is_original(path):
         raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
     _refuse_untrusted(target)
     alias = open_local(path)
@@ -362,89 +356,3 @@ def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
 def count_view(model: type[Model], alias: str, pk: object) -> None:
     """Reads are counted for people (never shown to agents)."""
     model._default_manager.using(alias).filter(pk=pk).update(views=F("views") + 1)
-
-
-# ---------------------------------------------------------------- for people (web pages, admin, API)
-# Agents only ever soft-delete; restoring and purging (a real delete) are for people.
-
-
-def pill_restore(*, reach: Reach, pill_id: str) -> Pill:
-    pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
-    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
-    if prescription.deleted_at is not None:
-        raise ValidationFailed("Restore the pill's prescription first.", prescription_id=ids.short(prescription.id))
-    Pill.objects.using(alias).filter(pk=pill.pk).update(deleted_at=None)
-    pill.deleted_at = None
-    return pill
-
-
-def pill_purge(*, reach: Reach, pill_id: str) -> None:
-    pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
-    prescription = Prescription.objects.using(alias).get(pk=pill.prescription_id)
-    if prescription.ended_at is not None:  # a closed session is kept as it was, as for edits and discards
-        raise PrescriptionRequired(
-            f"The pill's prescription {ids.short(prescription.id)} is closed; {REOPEN_HINT} before purging the pill.",
-            prescription_id=ids.short(prescription.id),
-        )
-    Pill.objects.using(alias).filter(pk=pill.pk).delete()
-
-
-def prescription_restore(*, reach: Reach, prescription_id: str) -> tuple[Prescription, int]:
-    """Bring back a discarded prescription and the pills that were discarded with it (not those discarded
-    one by one before)."""
-    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
-    if prescription.deleted_at is None:
-        return prescription, 0
-    with transaction.atomic(using=alias):
-        count = Pill.objects.using(alias).filter(
-            prescription=prescription, deleted_at=prescription.deleted_at
-        ).update(deleted_at=None)
-        Prescription.objects.using(alias).filter(pk=prescription.pk).update(deleted_at=None)
-    prescription.deleted_at = None
-    return prescription, count
-
-
-def prescription_purge(*, reach: Reach, prescription_id: str) -> int:
-    """Delete a prescription and all its pills for good; returns how many pills went with it."""
-    prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
-    with transaction.atomic(using=alias):
-        count = Pill.objects.using(alias).filter(prescription=prescription).count()
-        Prescription.objects.using(alias).filter(pk=prescription.pk).delete()
-    return count
-
-
-def capsule_restore(*, reach: Reach, capsule_id: str) -> Capsule:
-    capsule = locate_capsule(reach, capsule_id, discarded=True)
-    Capsule.objects.filter(pk=capsule.pk).update(deleted_at=None)
-    capsule.deleted_at = None
-    return capsule
-
-
-def capsule_purge(*, reach: Reach, capsule_id: str) -> None:
-    Capsule.objects.filter(pk=locate_capsule(reach, capsule_id, discarded=True).pk).delete()
-
-
-def registration_unregister(*, user: User, registration_id: int) -> None:
-    """Forget a bottle in the user's registry; the bottle's database itself is left untouched."""
-    deleted, _ = Registration.objects.filter(user=user, pk=registration_id).delete()
-    if not deleted:
-        raise NotFound("No such bottle in your registry.", registration=registration_id)
-
-
-def registration_repair(*, user: User, registration_id: int, directory: str) -> Registration:
-    """Point a registered local bottle at the directory it moved to (the file there must hold that bottle)."""
-    registration = Registration.objects.filter(user=user, pk=registration_id).first()
-    if registration is None:
-        raise NotFound("No such bottle in your registry.", registration=registration_id)
-    target = _named_directory(directory).resolve()
-    path = db_file(target)
-    if not _is_file(path):
-        raise DbNotFound(f"There is no .pillbox/pillbox.db in {target}.", directory=str(target))
-    if not has_schema(path) and not original.is_original(path):  # hook: an original's project file
-        raise NoBottleInDb("That database file holds no bottle.", db_path=str(path))
-    alias = open_local(path)
-    if not Bottle.objects.using(alias).filter(pk=registration.bottle_id).exists():
-        raise NoBottleInDb("That database holds another bottle, not this one.", db_path=str(path))
-    registration.db_path, registration.directory = str(path), str(target)
-    registration.save(update_fields=["db_path", "directory"])
-    return registration

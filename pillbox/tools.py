@@ -8,12 +8,13 @@ from typing import Any
 
 from mcp_bridge.arguments import Problem, read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import original, selectors, services, texts
+from pillbox import selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
-from pillbox.databases import GLOBAL
 from pillbox.embeddings import loader
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
-from pillbox.original import CONTENT_LIMIT
+from pillbox.global_db import GLOBAL
+from pillbox.limits import COMPOUND_LIMIT, CONTENT_LIMIT, NAME_LIMIT
+from pillbox.original.news import announcements
 from pillbox.search.engine import search
 from pillbox.search.scoring import CLIFF_LIMIT
 from pillbox.search.targets import Target
@@ -29,11 +30,11 @@ def _limit(default: int, high: int, what: str) -> dict[str, Any]:
 
 
 ID = _string(8, 36, "The id as shown (12 hex digits), a full UUID, or any prefix of at least 8 hex digits.")
-TITLE = _string(1, 255, "Short descriptive title (1-255 characters).")
+TITLE = _string(1, NAME_LIMIT, "Short descriptive title (1-255 characters).")
 CONTENT = _string(1, CONTENT_LIMIT, "Full text, Markdown welcome (1-5000 characters).")
-COMPOUND = _string(1, 64, "Free-text category, e.g. decision, bug, convention, todo (1-64 characters).")
-AUTHOR_NAME = _string(1, 255, "Name of the person the agent works for (git config user.name).")
-AUTHOR_EMAIL = _string(1, 255, "Email of the person the agent works for (git config user.email).")
+COMPOUND = _string(1, COMPOUND_LIMIT, "Free-text category, e.g. decision, bug, convention, todo (1-64 characters).")
+AUTHOR_NAME = _string(1, NAME_LIMIT, "Name of the person the agent works for (git config user.name).")
+AUTHOR_EMAIL = _string(1, NAME_LIMIT, "Email of the person the agent works for (git config user.email).")
 BOTTLE_ID = _string(1, 255, "A bottle's id from bottle_list or bottle_create (12 hex digits, a full UUID or a "
                             "prefix of at least 8 hex digits), or the bottle's name.")
 QUERY = _string(1, 1000, 'Words to look for; typos are tolerated. Operators and quotes are plain text.')
@@ -107,7 +108,7 @@ def tool(
             values, problems = read_arguments(schema, arguments, multiline=("content",))
             problems += _blank_problems(values)
             # Hook (original Pillbox import): an import made while answering is said once, in this answer.
-            with original.announcements() as news:
+            with announcements() as news:
                 try:
                     if problems:
                         raise _problems_error(name, problems, arguments)

@@ -6,8 +6,8 @@ import pytest
 from django.core.cache import cache
 
 from accounts.services import account_for, apikey_create, user_get_or_create
-from pillbox import original
 from pillbox.databases import forget_local_aliases
+from pillbox.original import home as original_home
 from tests import outside
 
 outside.install()
@@ -70,7 +70,7 @@ def _forget_local_databases():
 def _never_the_real_home(monkeypatch, tmp_path_factory):
     """In-process stdio callers look for the original Pillbox's global file in the home: never the real one
     (subprocess tests set HOME themselves)."""
-    monkeypatch.setattr(original, "original_global_file",
+    monkeypatch.setattr(original_home, "original_global_file",
                         lambda: tmp_path_factory.getbasetemp() / "no-home" / ".pillbox" / "pillbox.db")
 
 

@@ -21,10 +21,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from mcp_bridge.tools import Caller
-from pillbox import selectors, services
+from pillbox import curation, selectors, services
 from pillbox.access import Reach, reach_for
-from pillbox.databases import GLOBAL
 from pillbox.exceptions import AmbiguousId, NotFound, PillboxError, ValidationFailed
+from pillbox.global_db import GLOBAL
 from pillbox.models import Capsule, Pill
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
@@ -79,7 +79,7 @@ def bottles(request: PersonRequest) -> HttpResponse:
 def registration_action(request: PersonRequest, registration_id: int, verb: str) -> HttpResponse:
     home = reverse("memory-bottles")
     if verb == "unregister":
-        _found(services.registration_unregister, user=request.user, registration_id=registration_id)
+        _found(curation.registration_unregister, user=request.user, registration_id=registration_id)
         messages.success(request, "Bottle removed from your list; its database file was left untouched.")
         return _back(home)
     if verb != "repair":
@@ -93,7 +93,7 @@ def registration_action(request: PersonRequest, registration_id: int, verb: str)
         messages.error(request, "Give the directory the bottle moved to.")
         return _back(home)
     try:
-        services.registration_repair(
+        curation.registration_repair(
             user=request.user, registration_id=registration_id, directory=form.cleaned_data["directory"]
         )
     except NotFound as exc:
@@ -188,8 +188,8 @@ PRESCRIPTION_ACTIONS = {
     "close": (services.prescription_close, "Prescription closed."),
     "reopen": (services.prescription_reopen, "Prescription reopened: its pills can be changed again."),
     "discard": (services.prescription_discard, "Prescription discarded with its pills; you can restore it."),
-    "restore": (services.prescription_restore, "Prescription restored with the pills discarded with it."),
-    "purge": (services.prescription_purge, "Prescription and its pills deleted for good."),
+    "restore": (curation.prescription_restore, "Prescription restored with the pills discarded with it."),
+    "purge": (curation.prescription_purge, "Prescription and its pills deleted for good."),
 }
 
 
@@ -247,10 +247,10 @@ def pill_action(request: PersonRequest, pill_id: str, verb: str) -> HttpResponse
             services.pill_discard(reach=reach, pill_id=pill_hex)
             messages.success(request, "Pill discarded: agents no longer see it. You can restore it.")
         elif verb == "restore":
-            services.pill_restore(reach=reach, pill_id=pill_hex)
+            curation.pill_restore(reach=reach, pill_id=pill_hex)
             messages.success(request, "Pill restored.")
         elif verb == "purge":
-            services.pill_purge(reach=reach, pill_id=pill_hex)
+            curation.pill_purge(reach=reach, pill_id=pill_hex)
             messages.success(request, "Pill deleted for good.")
             return _back(reverse("memory-prescription", args=[page.prescription.id.hex]))
         else:
@@ -299,10 +299,10 @@ def capsule_action(request: PersonRequest, capsule_id: str, verb: str) -> HttpRe
             services.capsule_discard(reach=reach, capsule_id=capsule_hex)
             messages.success(request, "Capsule discarded: agents no longer see it. You can restore it.")
         elif verb == "restore":
-            services.capsule_restore(reach=reach, capsule_id=capsule_hex)
+            curation.capsule_restore(reach=reach, capsule_id=capsule_hex)
             messages.success(request, "Capsule restored.")
         elif verb == "purge":
-            services.capsule_purge(reach=reach, capsule_id=capsule_hex)
+            curation.capsule_purge(reach=reach, capsule_id=capsule_hex)
             messages.success(request, "Capsule deleted for good.")
             return _back(reverse("memory-capsules"))
         else:

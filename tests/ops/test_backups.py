@@ -24,7 +24,8 @@ import todos.tools
 from mcp_bridge.server import run_tool
 from mcp_bridge.tools import Caller
 from ops.backups import export_user
-from pillbox.databases import GLOBAL, db_file, forget_local_aliases, open_local
+from pillbox.databases import db_file, forget_local_aliases, open_local
+from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from tests.clients import ROOT
 from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 - a fixture

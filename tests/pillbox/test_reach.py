@@ -13,7 +13,7 @@ from django.db import connections
 
 from mcp_bridge.tools import Caller
 from pillbox.access import reach_for
-from pillbox.databases import GLOBAL
+from pillbox.global_db import GLOBAL
 from pillbox.models import Registration
 from pillbox.tools import TOOLSET
 from tests.clients import run, stdio_client, text_of

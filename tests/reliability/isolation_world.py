@@ -17,7 +17,8 @@ from django.forms.models import model_to_dict
 
 from accounts.models import Account, ApiKey
 from mcp_bridge.tools import Caller
-from pillbox.databases import GLOBAL, db_file, open_local
+from pillbox.databases import db_file, open_local
+from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from tests.reliability.helpers import Reply, run_ok, short_id
 from todos.models import Todo

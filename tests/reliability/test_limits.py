@@ -203,17 +203,17 @@ def test_the_lru_is_bounded_by_count_and_by_bytes():
 def test_what_a_process_remembers_per_file_is_bounded(tmp_path, monkeypatch):
     """The original-import notices and checks are kept per file met: a server that meets many files keeps at
     most its bound of them (a forgotten one is only said or checked again)."""
-    from pillbox import original
+    from pillbox.original import files, news, recognise
 
-    for memory in (original._told, original._global_originals):
+    for memory in (news._told, recognise._global_originals):
         monkeypatch.setattr(memory, "max_items", 3)
         memory.clear()
     for n in range(6):
-        original.announce_failure(original.ImportFailed(f"file {n} could not be read"))
+        news.announce_failure(files.ImportFailed(f"file {n} could not be read"))
         (tmp_path / f"{n}.db").write_bytes(b"")
-        assert original.is_global_original(tmp_path / f"{n}.db") is False
-    assert len(original._told) == 3 and len(original._global_originals) == 3
-    assert "file 5 could not be read" in original._told and "file 0 could not be read" not in original._told
+        assert recognise.is_global_original(tmp_path / f"{n}.db") is False
+    assert len(news._told) == 3 and len(recognise._global_originals) == 3
+    assert "file 5 could not be read" in news._told and "file 0 could not be read" not in news._told
 
 
 def test_the_todo_search_index_cache_holds_its_byte_budget_whatever_users_search():

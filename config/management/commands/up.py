@@ -73,7 +73,8 @@ class Command(BaseCommand):
         from accounts.models import ApiKey
         from accounts.services import account_for, apikey_create, user_get_or_create
         from base.bootstrap import ensure_global_db
-        from pillbox import original
+        from pillbox.original.home import import_home
+        from pillbox.original.news import announcements
 
         listening = listening_url(addrport)
         if not no_serve:
@@ -108,8 +109,8 @@ class Command(BaseCommand):
         # What `connect` reads to give the agent's servers the data directory this site serves.
         write_site_record(Path.home(), home=str(settings.PILLBOX_HOME), url=site)
         # The person at the machine: the original Pillbox's memory in their home becomes theirs (once).
-        with original.announcements() as news:
-            original.import_home(user)
+        with announcements() as news:
+            import_home(user)
         lines += news.lines()
         lines.append(f"uid: {account_for(user).uid}")
         if not ApiKey.objects.alive().filter(user=user).exists():

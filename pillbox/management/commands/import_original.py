@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from pillbox import original
 from pillbox.exceptions import IncompatibleDb
 from pillbox.models import OriginalImport
+from pillbox.original.files import Counts, ImportFailed
+from pillbox.original.home import global_snapshot, home_files, import_global, imported_record
+from pillbox.original.news import announcements
+from pillbox.original.reading import read
+from pillbox.original.recognise import recognise
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -69,7 +73,7 @@ class Command(BaseCommand):
 
     def _global_files(self, home: str | None) -> list[Path]:
         if home is None:
-            return original.home_files()
+            return home_files()
         base = Path(home).expanduser().resolve()
         for candidate in (base / ".pillbox" / "pillbox.db", base / "pillbox.db"):
             if candidate.is_file():
@@ -84,23 +88,23 @@ class Command(BaseCommand):
     def _global(self, path: Path, username: str) -> list[Path]:
         """Import one global file; returns the project files its registry names (to import next)."""
         try:
-            snapshot = original.global_snapshot(path)
-        except original.ImportFailed as error:
+            snapshot = global_snapshot(path)
+        except ImportFailed as error:
             self._fail(error)
             return []
         if snapshot is None:
             self.stdout.write(f"{path}: not a global database of the original Pillbox; nothing to import")
             return []
         # A dry run must not even create an empty global database by looking for the record in it.
-        record = original.imported_record(path) if not self.dry_run or _global_db_exists() else None
+        record = imported_record(path) if not self.dry_run or _global_db_exists() else None
         if record is not None:
             self.stdout.write(f"{path} (global): already imported {_when(record)}")
         elif self.dry_run or self.owner is None:
             self.stdout.write(f"{path} (global): would import {snapshot.counts().phrase()}")
         else:
             try:
-                counts = original.import_global(snapshot, user=self.owner)
-            except original.ImportFailed as error:  # more than the user's quotas allow: nothing was written
+                counts = import_global(snapshot, user=self.owner)
+            except ImportFailed as error:  # more than the user's quotas allow: nothing was written
                 self._fail(error)
                 return []
             self.stdout.write(f"{path} (global): " + (f"imported {counts.phrase()}" if counts else "already imported"))
@@ -133,14 +137,14 @@ class Command(BaseCommand):
             self.stdout.write(f"{path}: no such file; nothing to import")
             return
         try:
-            found = original.recognise(path)
+            found = recognise(path)
             if found is None or found.kind != OriginalImport.KIND_LOCAL:
                 self.stdout.write(f"{path}: not a project database of the original Pillbox; nothing to import")
                 return
             if found.recorded:
                 self.stdout.write(f"{path} (local): already imported")
             elif self.dry_run:
-                self.stdout.write(f"{path} (local): would import {original.read(found).counts().phrase()}")
+                self.stdout.write(f"{path} (local): would import {read(found).counts().phrase()}")
                 return
             else:
                 self.stdout.write(f"{path} (local): {self._open(path)}")
@@ -152,7 +156,7 @@ class Command(BaseCommand):
     def _open(self, path: Path) -> str:
         from pillbox.databases import open_local
 
-        with original.announcements() as news:
+        with announcements() as news:
             open_local(path)
         return f"imported {news.counts.phrase()}" if news.counts else "already imported"
 
@@ -176,7 +180,7 @@ class Command(BaseCommand):
 
 
 def _global_db_exists() -> bool:
-    from pillbox.databases import global_db_file
+    from pillbox.global_db import global_db_file
 
     path = global_db_file()
     return path is None or path.is_file()
@@ -184,6 +188,6 @@ def _global_db_exists() -> bool:
 
 def _when(record: OriginalImport) -> str:
     who = f" for {record.username}" if record.username else ""
-    counts = original.Counts(record.bottles, record.prescriptions, record.pills, record.capsules,
+    counts = Counts(record.bottles, record.prescriptions, record.pills, record.capsules,
                              record.registrations, record.skipped)
     return f"on {record.imported_at:%Y-%m-%d %H:%M} UTC{who} ({counts.phrase()})"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import pillbox.search.meaning
-from pillbox.databases import GLOBAL
 from pillbox.embeddings import backfill, loader
+from pillbox.global_db import GLOBAL
 from pillbox.models import CapsuleVector, Pill, PillVector
 from tests.clients import run, stdio_client
 from tests.pillbox.scenario import (

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pillbox.databases import GLOBAL
 from pillbox.embeddings import backfill, embedders, loader
+from pillbox.global_db import GLOBAL
 from pillbox.models import CapsuleVector, PillVector
 from pillbox.search import engine
 from pillbox.search.targets import Target

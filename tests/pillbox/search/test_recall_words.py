@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from base.lru import BoundedLru
-from pillbox.databases import GLOBAL
+from pillbox.global_db import GLOBAL
 from pillbox.search import engine, vocabulary
 from pillbox.search.targets import Target
 from pillbox.search.terms import extract_terms, meaningful
@@ -145,7 +145,7 @@ def test_recall_the_vocabulary_cache_is_bounded(alice, monkeypatch):
 
 
 def test_recall_search_page_and_rest_api_use_the_same_engine():
-    import pillbox.api
+    import pillbox.api.search
     import webui.memory_views
 
-    assert pillbox.api.search is engine.search and webui.memory_views.search is engine.search
+    assert pillbox.api.search.search is engine.search and webui.memory_views.search is engine.search

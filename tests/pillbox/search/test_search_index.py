@@ -9,7 +9,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
 from mcp_bridge.tools import Caller
-from pillbox.databases import GLOBAL
+from pillbox.global_db import GLOBAL
 from pillbox.search import engine, lexical, typos
 from pillbox.search.results import Found
 from pillbox.search.targets import Target

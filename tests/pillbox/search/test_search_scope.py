@@ -17,9 +17,9 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from mcp_bridge.tools import Caller
-from pillbox import services, tokens
+from pillbox import curation, tokens
 from pillbox.access import reach_for
-from pillbox.databases import GLOBAL
+from pillbox.global_db import GLOBAL
 from pillbox.models import Pill, Prescription
 from pillbox.tools import TOOLSET
 from tests.conftest import Person
@@ -113,9 +113,9 @@ def test_the_index_follows_edits_discards_restores_and_purges(alice: Person, bob
         assert call(bob, search, query="breaker") == f"No {noun} found."
         call(alice, f"{kind}_discard", id=row)
         assert call(alice, search, query="breaker") == f"No {noun} found."
-        getattr(services, f"{kind}_restore")(reach=reach, **{f"{kind}_id": row})
+        getattr(curation, f"{kind}_restore")(reach=reach, **{f"{kind}_id": row})
         assert ids(call(alice, search, query="breaker")) == [row]
-        getattr(services, f"{kind}_purge")(reach=reach, **{f"{kind}_id": row})
+        getattr(curation, f"{kind}_purge")(reach=reach, **{f"{kind}_id": row})
         assert call(alice, search, query="breaker") == f"No {noun} found."
         assert ids(call(alice, search, query="deploy")), "the other row is still found"
 

@@ -1,0 +1,69 @@
+"""Search: pills (every reachable bottle, or one) or capsules, by the same engine as the tools and the pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.base import query_parameters, responses
+from pillbox import selectors
+from pillbox.api.common import ID_PATTERN, PillboxView, read_query
+from pillbox.exceptions import ValidationFailed
+from pillbox.global_db import GLOBAL
+from pillbox.search.engine import search
+from pillbox.search.targets import Target
+from pillbox.serializers import SearchSerializer
+from pillbox.tools import COMPOUND, FUZZY, NONBLANK, QUERY, _limit
+
+SEARCH_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "q": QUERY,
+        "kind": {
+            "type": "string",
+            "enum": ["pills", "capsules"],
+            "default": "pills",
+            "description": "Search pills (every reachable bottle, or one) or capsules.",
+        },
+        "compound": COMPOUND,
+        "bottle": {
+            "type": "string",
+            "pattern": ID_PATTERN,
+            "description": "Pills only: search this bottle alone (short id, UUID or 8+ digit prefix).",
+        },
+        "limit": _limit(20, 100, "results"),
+        "fuzzy": FUZZY,
+    },
+}
+
+
+class SearchView(PillboxView):
+    @extend_schema(
+        operation_id="pillbox_search",
+        summary="Search pills or capsules",
+        description="As pill_search and capsule_search: give q, compound, or both. Prefixes match, accents and "
+        "case are ignored, misspelled words are corrected (used_fuzzy is then true, corrections names them), rows "
+        "close in meaning join (used_semantic), and match says how the first result matched the query.",
+        parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK),
+        responses=responses({200: SearchSerializer}, 400, 404),
+    )
+    def get(self, request: Request) -> Response:
+        values = read_query(request, SEARCH_INPUT, "pillbox_search")
+        query, compound = values.get("q"), values.get("compound")
+        if not query and not compound:
+            raise ValidationFailed("Give a query (q), a compound, or both.", q="required unless compound is given")
+        if values["kind"] == "capsules":
+            targets = [Target(alias=GLOBAL, kind="capsule", owner_id=self.reach.user.pk)]
+            names: dict[Any, str] = {}
+        else:
+            dbs = selectors.narrowed_dbs(self.reach, values.get("bottle"))
+            targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
+            names = selectors.bottle_names(self.reach)
+        found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
+        data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
+                "match": found.match or None, "corrections": found.corrections, "ignored_terms": found.ignored_terms,
+                "partial": found.partial, "results": found.hits}
+        return Response(SearchSerializer(data, context={"bottle_names": names}).data)
