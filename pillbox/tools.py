@@ -6,13 +6,20 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from mcp_bridge.arguments import Problem, read_arguments
+from mcp_bridge.arguments import read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
 from pillbox import selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.embeddings import loader
-from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
+from pillbox.exceptions import PillboxError
 from pillbox.global_db import GLOBAL
+from pillbox.input_rules import (
+    blank_problems,
+    problems_error,
+    require_change,
+    require_query_or_compound,
+    unknown_arguments,
+)
 from pillbox.limits import COMPOUND_LIMIT, CONTENT_LIMIT, NAME_LIMIT
 from pillbox.original.news import announcements
 from pillbox.search.engine import search
@@ -50,45 +57,8 @@ SEARCH_ANSWER = (
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
                         "when the strict pass finds nothing."}
-NONBLANK = ("title", "compound", "name", "display_name", "author_name", "author_email", "content")
 
 TOOLS: list[Tool] = []
-
-
-def _problems_error(tool: str, problems: list[Problem], arguments: dict[str, Any]) -> PillboxError:
-    fields = {p.field: p.detail for p in problems}
-    unreadable = [p for p in problems if p.is_unreadable]
-    if unreadable:
-        first = unreadable[0]
-        return InvalidInput(f"The input of {tool} cannot be read: {first.field} {first.detail}.", **fields)
-    content = arguments.get("content") if isinstance(arguments, dict) else None
-    if isinstance(content, str) and len(content) > CONTENT_LIMIT and "content" in fields:
-        over = texts.plural(len(content) - CONTENT_LIMIT, "character")
-        advice = "trim it" if tool.endswith("_revise") else "split it into several pills"
-        fields["content"] = f"{fields['content']}: {over} over the limit; {advice}"
-        return ValidationFailed(f"content is {over} over the {CONTENT_LIMIT} limit; {advice}.", **fields)
-    verb = "breaks" if len(problems) == 1 else "break"
-    return ValidationFailed(f"{texts.plural(len(problems), 'field')} of {tool} {verb} the rules; fix "
-                            f"{'it' if len(problems) == 1 else 'them'} and call again.", **fields)
-
-
-def _unknown_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> PillboxError | None:
-    """A misspelt argument silently dropped would change what the call means: refuse it, naming what is taken."""
-    if not isinstance(arguments, dict):
-        return None
-    known = schema["properties"]
-    unknown = [str(name) for name in arguments if name not in known]
-    if not unknown:
-        return None
-    shown = repr(unknown[0][:64])
-    accepted = ", ".join(known) or "no arguments"
-    return InvalidInput(f"{shown} is not an argument of {tool}; it takes {accepted}.",
-                        **{"unknown": ", ".join(repr(name[:64]) for name in unknown[:5]), "accepted": accepted})
-
-
-def _blank_problems(values: dict[str, Any]) -> list[Problem]:
-    return [Problem(name, "length", "must not be blank") for name in NONBLANK
-            if isinstance(values.get(name), str) and not values[name].strip()]
 
 
 def tool(
@@ -106,13 +76,13 @@ def tool(
     def decorate(function: Callable[..., str]) -> Callable[..., str]:
         def handler(caller: Caller, arguments: dict[str, Any]) -> str:
             values, problems = read_arguments(schema, arguments, multiline=("content",))
-            problems += _blank_problems(values)
+            problems += blank_problems(values)
             # Hook (original Pillbox import): an import made while answering is said once, in this answer.
             with announcements() as news:
                 try:
                     if problems:
-                        raise _problems_error(name, problems, arguments)
-                    if unknown := _unknown_arguments(name, schema, arguments):
+                        raise problems_error(name, problems, arguments)
+                    if unknown := unknown_arguments(name, schema, arguments):
                         raise unknown
                     return news.before(function(reach_for(caller), **values))
                 except PillboxError as exc:
@@ -157,7 +127,7 @@ def pill_read(reach: Reach, id: str) -> str:
     {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True,
 )
 def pill_revise(reach: Reach, id: str, **changes: str) -> str:
-    _require_change("pill_revise", changes)
+    require_change("pill_revise", changes)
     return texts.pill_revised(services.pill_revise(reach=reach, pill_id=id, changes=changes))
 
 
@@ -181,7 +151,7 @@ def pill_discard(reach: Reach, id: str) -> str:
 )
 def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None, bottle_id: str | None = None,
                 compound: str | None = None) -> str:
-    _require_query_or_compound(query, compound)
+    require_query_or_compound(query, compound)
     dbs = selectors.narrowed_dbs(reach, bottle_id)
     targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
     current = current_bottle(reach)
@@ -234,7 +204,7 @@ def capsule_read(reach: Reach, id: str) -> str:
 @tool("capsule_revise", "Change a capsule's title, content or compound (give at least one).",
       {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True)
 def capsule_revise(reach: Reach, id: str, **changes: str) -> str:
-    _require_change("capsule_revise", changes)
+    require_change("capsule_revise", changes)
     return texts.pill_revised(services.capsule_revise(reach=reach, capsule_id=id, changes=changes))
 
 
@@ -255,7 +225,7 @@ def capsule_discard(reach: Reach, id: str) -> str:
 )
 def capsule_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
                    compound: str | None = None) -> str:
-    _require_query_or_compound(query, compound)
+    require_query_or_compound(query, compound)
     target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk)
     found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy, cut=limit <= CLIFF_LIMIT)
     return texts.search_results(found, noun="capsule", bottle_names=None)
@@ -387,17 +357,6 @@ def bottle_vinculate(reach: Reach, directory: str | None = None) -> str:
     relative = directory is not None and base is not None and not Path(directory).expanduser().is_absolute()
     return texts.bottle_linked(bottle, registration.db_path, created,
                                resolved_from=base.resolve() if relative and base is not None else None)
-
-
-def _require_change(tool_name: str, changes: dict[str, str]) -> None:
-    if not changes:
-        raise ValidationFailed(f"{tool_name} needs at least one of title, content or compound.",
-                               fields="give title, content or compound")
-
-
-def _require_query_or_compound(query: str | None, compound: str | None) -> None:
-    if not query and not compound:
-        raise ValidationFailed("Give a query, a compound, or both.", query="required unless compound is given")
 
 
 TOOLSET = ToolSet(

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from api.base import query_parameters, responses
 from pillbox import selectors, services
 from pillbox.api.common import BOTTLE_ID, LIST_INPUT, PillboxView, body_schema, documented_body, paged, read, read_query
+from pillbox.input_rules import NONBLANK
 from pillbox.serializers import (
     BottleDetailSerializer,
     BottlePageSerializer,
@@ -17,7 +18,6 @@ from pillbox.serializers import (
     PrescriptionPageSerializer,
     PrescriptionSerializer,
 )
-from pillbox.tools import NONBLANK
 
 
 class BottleListView(PillboxView):

@@ -23,8 +23,9 @@ from pillbox.api.common import (
     read,
     read_query,
 )
+from pillbox.input_rules import NONBLANK, require_change
 from pillbox.serializers import CapsulePageSerializer, CapsuleSerializer
-from pillbox.tools import COMPOUND, NONBLANK, _require_change
+from pillbox.tools import COMPOUND
 
 CAPSULE_LIST_INPUT: dict[str, Any] = {
     **LIST_INPUT,
@@ -80,7 +81,7 @@ class CapsuleDetailView(PillboxView):
     )
     def patch(self, request: Request, capsule_id: str) -> Response:
         changes = read("capsule_revise", self.revise_input, request.data)
-        _require_change("capsule_revise", changes)
+        require_change("capsule_revise", changes)
         capsule = services.capsule_revise(reach=self.reach, capsule_id=capsule_id, changes=changes)
         return Response(CapsuleSerializer(capsule).data)
 

@@ -18,11 +18,12 @@ from mcp_bridge.arguments import Problem, read_arguments
 from pillbox import selectors, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.exceptions import PillboxError
-from pillbox.serializers import CapsuleSerializer, PillDetailSerializer, PrescriptionSerializer
 
 # The tools' own checks: the blank-field rule and the wording of every problem (invalid_input, validation_error,
 # the content-over-limit advice), so the API cannot drift from what agents read.
-from pillbox.tools import NONBLANK, TOOLSET, _blank_problems, _problems_error
+from pillbox.input_rules import NONBLANK, blank_problems, problems_error
+from pillbox.serializers import CapsuleSerializer, PillDetailSerializer, PrescriptionSerializer
+from pillbox.tools import TOOLSET
 
 _STATUS = {
     "not_found": status.HTTP_404_NOT_FOUND,
@@ -84,7 +85,7 @@ def read(tool: str, schema: Mapping[str, Any], data: Any, *, strict: bool = True
     """The tool's checks and wording; ``strict`` (request bodies) also refuses a field the schema does not name,
     which is usually a misspelt one."""
     values, problems = read_arguments(schema, data, multiline=("content",))
-    problems += _blank_problems(values)
+    problems += blank_problems(values)
     if strict and isinstance(data, Mapping):
         known = schema.get("properties", {})
         problems += [
@@ -93,7 +94,7 @@ def read(tool: str, schema: Mapping[str, Any], data: Any, *, strict: bool = True
             if name not in known
         ]
     if problems:
-        raise _problems_error(tool, problems, data if isinstance(data, dict) else {})
+        raise problems_error(tool, problems, data if isinstance(data, dict) else {})
     return values
 
 

@@ -10,8 +10,8 @@ from api.base import responses
 from pillbox import curation, services
 from pillbox.api.actions import action_view, purge_view
 from pillbox.api.common import PILL_ID, PillboxView, body_schema, documented_body, read
+from pillbox.input_rules import require_change
 from pillbox.serializers import PillDetailSerializer
-from pillbox.tools import _require_change
 
 
 class PillDetailView(PillboxView):
@@ -37,7 +37,7 @@ class PillDetailView(PillboxView):
     )
     def patch(self, request: Request, pill_id: str) -> Response:
         changes = read("pill_revise", self.revise_input, request.data)
-        _require_change("pill_revise", changes)
+        require_change("pill_revise", changes)
         pill = services.pill_revise(reach=self.reach, pill_id=pill_id, changes=changes)
         return self.pill(pill.id.hex)
 

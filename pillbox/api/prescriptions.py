@@ -24,8 +24,8 @@ from pillbox.api.common import (
     read,
     read_query,
 )
+from pillbox.input_rules import NONBLANK
 from pillbox.serializers import PillDetailSerializer, PillPageSerializer, PrescriptionSerializer
-from pillbox.tools import NONBLANK
 
 
 class PrescriptionDetailView(PillboxView):

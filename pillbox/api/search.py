@@ -13,10 +13,11 @@ from pillbox import selectors
 from pillbox.api.common import ID_PATTERN, PillboxView, read_query
 from pillbox.exceptions import ValidationFailed
 from pillbox.global_db import GLOBAL
+from pillbox.input_rules import NONBLANK
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
 from pillbox.serializers import SearchSerializer
-from pillbox.tools import COMPOUND, FUZZY, NONBLANK, QUERY, _limit
+from pillbox.tools import COMPOUND, FUZZY, QUERY, _limit
 
 SEARCH_INPUT: dict[str, Any] = {
     "type": "object",
