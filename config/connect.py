@@ -232,7 +232,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return document
 
 
-def _write(path: Path, text: str) -> None:
+def write_file(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text)
@@ -251,7 +251,7 @@ def merge_json(path: Path, keys: tuple[str, ...], entries: dict[str, Any]) -> No
             raise ConnectError(f"{'.'.join(keys[:depth + 1])} in {path} is not an object; nothing was changed.")
         place = current
     place.update(entries)
-    _write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    write_file(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_entries(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -293,7 +293,7 @@ def merge_toml(path: Path, servers: list[Server]) -> None:
     if any(server.name not in parsed.get("mcp_servers", {}) for server in servers):
         raise ConnectError(f"{path} defines mcp_servers in a form this command cannot merge (an inline table?); "
                            "add the tables printed above by hand. Nothing was changed.")
-    _write(path, merged)
+    write_file(path, merged)
 
 
 def hook_command(user: str | None = None, home: str | None = None, *, portable: bool = False) -> str:
@@ -318,7 +318,7 @@ def merge_hook(path: Path, command: str) -> bool:
             if isinstance(hook, dict) and hook.get("command") == command:
                 return False
     hooks["SessionStart"].append({"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command}]})
-    _write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    write_file(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return True
 
 
@@ -356,7 +356,7 @@ def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool]:
     path, text = launcher_file(home), launcher_text(pillbox_home)
     if path.is_file() and path.read_text() == text:
         return path, False
-    _write(path, text)
+    write_file(path, text)
     path.chmod(0o755)
     return path, True
 
@@ -364,54 +364,3 @@ def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool]:
 def launcher_on_path(home: Path) -> bool:
     found = shutil.which(LAUNCHER)
     return found is not None and Path(found).resolve() == launcher_file(home).resolve()
-
-
-# ---------------------------------------------------------------- the home the site uses
-
-
-def site_record_file(home: Path) -> Path:
-    """Where `up` records, per checkout, the data directory and address it serves (the person's own state, in no
-    data directory and no project)."""
-    state = os.environ.get("XDG_STATE_HOME") or str(home / ".local" / "state")
-    return Path(state) / "pillbox-todos" / "sites.json"
-
-
-def read_site_record(home: Path) -> dict[str, Any]:
-    path = site_record_file(home)
-    try:
-        record = json.loads(path.read_text()).get(str(Path(settings.BASE_DIR).resolve()))
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def write_site_record(user_home: Path, **record: str) -> None:
-    path = site_record_file(user_home)
-    try:
-        records = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
-        records = {}
-    if not isinstance(records, dict):
-        records = {}
-    records[str(Path(settings.BASE_DIR).resolve())] = record
-    _write(path, json.dumps(records, indent=2) + "\n")
-
-
-def default_home(home: Path) -> Path:
-    return (home / ".pillbox").resolve()
-
-
-def servers_home(home: Path) -> tuple[str | None, str]:
-    """The PILLBOX_HOME the agent's servers should get (None: the default ``~/.pillbox``) and a note: the one in
-    this shell wins, but a site (`up`) serving another home is said loudly; without one, the site's."""
-    mine = os.environ.get("PILLBOX_HOME")
-    site = read_site_record(home).get("home")
-    if mine:
-        if site and Path(mine).expanduser().resolve() != Path(site).resolve():
-            return mine, (f"WARNING: PILLBOX_HOME here is {mine}, but the site (`manage.py up`) serves {site}: "
-                          "the agent's memory will not be what the pages show. Run this again with "
-                          f"PILLBOX_HOME={site}, or run `up` with the same PILLBOX_HOME.")
-        return mine, ""
-    if site and Path(site).resolve() != default_home(home):
-        return site, f"The servers use {site}, the data directory the site (`manage.py up`) serves."
-    return None, ""

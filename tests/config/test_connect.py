@@ -20,7 +20,7 @@ from mcp.client import Client
 
 from accounts.models import ApiKey
 from accounts.services import apikey_authenticate, keys_revoke_all
-from config.connect import write_site_record
+from config.sites import write_site_record
 from mcp_bridge.server import run_tool
 from mcp_bridge.tools import Caller
 from pillbox.tools import TOOLSET

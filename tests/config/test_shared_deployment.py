@@ -14,7 +14,7 @@ from django.db import OperationalError
 from django.test import override_settings
 
 from accounts.throttle import bump, exhausted, failure
-from config import health
+from base import health
 from config.settings import GLOBAL_DB_PATH, caches_from_url, database_from_url
 from tests.shared.servers import REDIS_URL
 

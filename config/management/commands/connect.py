@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from base.gitexclude import exclude_from_git
-from config import connect
+from config import connect, sites
 from config.connect import CLIENTS, LAUNCHER, SCOPES, ConnectError
 
 NO_KEY = "<API key>"
@@ -63,7 +63,7 @@ class Command(BaseCommand):
         home, where = Path.home(), Path(project or os.getcwd()).resolve()
         try:
             path = connect.config_file(client, chosen, home=home, project=where)
-            data_home, note = ("", "") if http else connect.servers_home(home)
+            data_home, note = ("", "") if http else sites.servers_home(home)
             if note:
                 self.stderr.write(note)
             servers = self._servers(client, chosen, http, user, data_home or None, path, where, write)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config import connect
+from config import connect, sites
 
 
 class Command(BaseCommand):
@@ -20,7 +20,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         home = Path.home()
-        data_home, note = connect.servers_home(home)
+        data_home, note = sites.servers_home(home)
         if note:
             self.stderr.write(note)
         try:

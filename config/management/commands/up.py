@@ -25,7 +25,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from config.connect import claude_code_commands, default_home, stdio_servers, write_site_record
+from config.connect import claude_code_commands, stdio_servers
+from config.sites import default_home, write_site_record
 
 DEFAULT_ADDRPORT = "127.0.0.1:8000"
 # What runserver accepts: "PORT", "ADDR:PORT", "[IPv6]:PORT".
