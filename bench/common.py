@@ -44,6 +44,9 @@ def setup_django(home: Path, *, database_url: str | None = None) -> None:
     ``home``, or the database at ``database_url`` when given (never the environment's DATABASE_URL)."""
     os.environ["PILLBOX_HOME"] = str(home)
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    # The model runs in this process (what the figures have always measured), and no shared model process
+    # outlives the benchmark; bench/stdio_memory.py and bench/stdio_lookup.py measure the shared one.
+    os.environ.setdefault("EMBEDDINGS_SHARED", "off")
     for name in ("DATABASE_URL", "PILLBOX_ROOT"):
         os.environ.pop(name, None)
     if database_url:

@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             print("quick check passed")
             return 0
         (tmp / "project").mkdir()
-        server = started(tmp / "project", base_env(tmp / "home", EMBEDDINGS_CACHE=str(tmp / "models")))
+        server = started(tmp / "project", base_env(tmp / "home", EMBEDDINGS_CACHE=str(tmp / "models"),
+                                                   EMBEDDINGS_SOCKET_DIR=str(tmp / "run"), EMBEDDINGS_SHARED_IDLE="0"))
         start = rss_mb(server.process.pid)
         bottle = short_id(server.call("bottle_create", name="memory", display_name="Memory"))
         rx = short_id(
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         pills: list[str] = []
-        marks = {}
+        marks, models = {}, {}
         for i in range(a.calls):
             step = i % 6
             if step == 0 or not pills:
@@ -276,12 +277,14 @@ def main(argv: list[str] | None = None) -> int:
                 server.call("capsule_store", title=f"Convention {i}", content="Use ruff.", compound="convention")
             if i + 1 in (a.calls // 2, a.calls):
                 marks[i + 1] = rss_mb(server.process.pid)
+                models[i + 1] = model_process_rss(tmp / "run")
         stop(server)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     half, full = marks[a.calls // 2], marks[a.calls]
-    print("| after | RSS MB |\n|---|---|")
-    print(f"| initialize | {start:.1f} |\n| {a.calls // 2} calls | {half:.1f} |\n| {a.calls} calls | {full:.1f} |")
+    print("| after | server RSS MB | shared model process RSS MB |\n|---|---|---|")
+    print(f"| initialize | {start:.1f} | - |\n| {a.calls // 2} calls | {half:.1f} | {models[a.calls // 2]:.1f} |\n"
+          f"| {a.calls} calls | {full:.1f} | {models[a.calls]:.1f} |")
     print(
         f"\ngrowth from call {a.calls // 2} to {a.calls}: {full - half:+.1f} MB; goals: <= 150 MB: "
         f"{'ok' if full <= 150 else 'MISSED'}, no growth (< 2 MB): {'ok' if full - half < 2 else 'MISSED'}"
