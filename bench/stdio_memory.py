@@ -138,8 +138,8 @@ def make_model_file(cache: Path) -> None:
     code = ("import django; django.setup(); from pillbox.embeddings import loader; "
             "import sys; sys.exit(0 if loader.embedder() is not None else loader.failure())")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
-                   env={**base_env(cache.parent / "prepare"), "EMBEDDINGS": "on", "EMBEDDINGS_CACHE": str(cache),
-                        "DJANGO_SETTINGS_MODULE": "config.settings"})
+                   env={**base_env(cache.parent / "prepare"), "EMBEDDINGS": "on", "EMBEDDINGS_SHARED": "off",
+                        "EMBEDDINGS_CACHE": str(cache), "DJANGO_SETTINGS_MODULE": "config.settings"})
 
 
 MODES = {"shared": ("on", "on"), "in-process": ("on", "off"), "off": ("off", "off")}
