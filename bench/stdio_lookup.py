@@ -56,10 +56,8 @@ def p50_ms(timings: list[float]) -> float:
 
 def measure(project: pills_quality.Project, home: Path, mode: str, lookups: list[str], repeat: int) -> dict[str, Any]:
     meaning, shared = stdio_memory.MODES[mode]
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
-    env.update(PILLBOX_HOME=str(home), PILLBOX_USER=f"bench-{project.workdir.name}", EMBEDDINGS=meaning,
-               EMBEDDINGS_SHARED=shared, EMBEDDINGS_SOCKET_DIR=str(home.parent / f"run-{mode}"),
-               EMBEDDINGS_SHARED_IDLE="0")
+    env = stdio_memory.base_env(home, f"bench-{project.workdir.name}", EMBEDDINGS=meaning, EMBEDDINGS_SHARED=shared,
+                                EMBEDDINGS_SOCKET_DIR=str(home.parent / f"run-{mode}"), EMBEDDINGS_SHARED_IDLE="0")
     server = stdio_memory.started(project.workdir, env)
     try:
         semantic = False

@@ -104,9 +104,9 @@ def short_id(text: str) -> str:
     return found.group(1)
 
 
-def base_env(home: Path, **extra: str) -> dict[str, str]:
+def base_env(home: Path, user: str = "bench", **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PILLBOX_ROOT", "DJANGO_SETTINGS_MODULE")}
-    env.update(PILLBOX_HOME=str(home), PILLBOX_USER="bench", **extra)
+    env.update(PILLBOX_HOME=str(home), PILLBOX_USER=user, **extra)
     return env
 
 

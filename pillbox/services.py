@@ -20,7 +20,7 @@ from base.gitexclude import exclude_from_git
 from pillbox import ids, quotas
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import db_file, has_schema, open_local, schema_ready, untrusted_reason
-from pillbox.embeddings import backfill as semantic
+from pillbox.embeddings import backfill
 from pillbox.exceptions import (
     AlreadyExists,
     CircularLink,
@@ -281,7 +281,7 @@ def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, 
             id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
             author_name=author_name, author_email=author_email, created_at=now, updated_at=now,
         )
-    semantic.row_changed(alias, "pill", pill.id, stored=True)
+    backfill.row_changed(alias, "pill", pill.id, stored=True)
     return pill
 
 
@@ -302,7 +302,7 @@ def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str]) -> Pill:
         setattr(pill, name, value)
     pill.updated_at = timezone.now()
     pill.save(using=alias, update_fields=[*changes, "updated_at"])
-    semantic.row_changed(alias, "pill", pill.id)
+    backfill.row_changed(alias, "pill", pill.id)
     return pill
 
 
@@ -326,7 +326,7 @@ def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> C
             id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,
             created_at=now, updated_at=now,
         )
-    semantic.row_changed(GLOBAL, "capsule", capsule.id, stored=True)
+    backfill.row_changed(GLOBAL, "capsule", capsule.id, stored=True)
     return capsule
 
 
@@ -340,7 +340,7 @@ def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) ->
         setattr(capsule, name, value)
     capsule.updated_at = timezone.now()
     capsule.save(update_fields=[*changes, "updated_at"])
-    semantic.row_changed(GLOBAL, "capsule", capsule.id)
+    backfill.row_changed(GLOBAL, "capsule", capsule.id)
     return capsule
 
 

@@ -65,17 +65,16 @@ def _make() -> Embedder:
     url, model, _ = _configured()
     if url:
         return EndpointModel(url, model or "default", os.environ.get("EMBEDDINGS_API_KEY", ""), _floor(0.5))
-    if not shared.enabled():
-        return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
-    one_per_machine = shared.SharedModel(key=BUNDLED_KEY, digest=INT8_SHA256, floor=_floor(BUNDLED_FLOOR),
-                                         model_dir=bundled_model_dir(), cache=cache_dir())
-    try:
-        return one_per_machine.connect()
-    except ModelIntegrityError:
-        raise
-    except (OSError, RuntimeError) as exc:  # no usable socket or process here: the model runs in this one
-        logger.warning("The shared embedding process is not used (%s); the model runs in this process", exc)
-        return BundledModel(bundled_model_dir(), _floor(BUNDLED_FLOOR))
+    model_dir, floor = bundled_model_dir(), _floor(BUNDLED_FLOOR)
+    if shared.enabled():
+        try:
+            return shared.SharedModel(key=BUNDLED_KEY, digest=INT8_SHA256, floor=floor, model_dir=model_dir,
+                                      cache=cache_dir()).connect()
+        except ModelIntegrityError:
+            raise
+        except (OSError, RuntimeError) as exc:  # no usable socket or process here: the model runs in this one
+            logger.warning("The shared embedding process is not used (%s); the model runs in this process", exc)
+    return BundledModel(model_dir, floor)
 
 
 class _State:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.private import private_dir
 from pillbox.embeddings.embedders import BundledModel, ModelIntegrityError, release_memory
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ IDLE_SECONDS = 600.0
 START_WAIT = 180.0  # the first process on a machine may spend tens of seconds making the int8 file
 MAX_REQUEST = 8 * 1024 * 1024
 MAX_TEXTS = 256
-READ_TIMEOUT = 30.0  # a connection that sends half a request is dropped
 ALREADY_SERVING = 3  # exit status: another process holds the lock (and serves, or is about to)
 INTEGRITY_FAILED = 2
 HEADER = struct.Struct(">cI")
@@ -64,16 +64,12 @@ def _idle() -> float:
 
 
 def _owned_private_dir(path: Path) -> Path:
-    """``path`` as a directory of ours that no one else may enter, made if missing; OSError if it cannot be."""
-    try:
-        path.mkdir(mode=0o700, parents=False)
-    except FileExistsError:
-        pass
+    """``path`` as a directory of ours that no one else may enter (made, or narrowed); OSError when it is a link
+    or someone else's: the socket a server would talk to must be one only its user can have put there."""
+    private_dir(path)
     info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
         raise OSError(f"{path} is not a directory of this user's; the shared embedding process is not used")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        path.chmod(0o700)
     return path
 
 
@@ -169,11 +165,7 @@ class SharedModel:
 
     def _connected(self) -> socket.socket:
         if self._sock is None:
-            sock = _connect(self.path)
-            if sock is None:
-                sock = self._start()
-            sock.settimeout(None)
-            self._sock = sock
+            self._sock = _connect(self.path) or self._start()
         return self._sock
 
     def _start(self) -> socket.socket:
@@ -259,12 +251,10 @@ class _Service:
         try:
             with conn:
                 while True:
-                    conn.settimeout(None)
                     try:
                         kind, body = _receive(conn, MAX_REQUEST)
                     except (ConnectionError, OSError, ValueError, struct.error):
                         return
-                    conn.settimeout(READ_TIMEOUT)
                     _send(conn, *self.answer(kind, body))
         except OSError:
             pass

@@ -12,7 +12,7 @@ import select
 import signal
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,19 +39,33 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         os.kill(pid, signal.SIGKILL)
 
 
-def model_processes(directory: Path) -> list[int]:
-    """The pids of the shared model processes serving a socket in ``directory``."""
+def processes(matches: Callable[[list[bytes], list[bytes]], bool]) -> list[int]:
+    """The pids whose command line and environment (each split at NULs) ``matches`` accepts."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
             continue
-        if b"pillbox.embeddings.shared" in argv and any(arg.startswith(os.fsencode(directory)) for arg in argv):
+        if matches(argv, environ):
             found.append(int(entry.name))
     return found
+
+
+def model_processes(directory: Path) -> list[int]:
+    """The pids of the shared model processes serving a socket in ``directory``."""
+    prefix = os.fsencode(directory)
+    return processes(lambda argv, _: b"pillbox.embeddings.shared" in argv and any(a.startswith(prefix) for a in argv))
+
+
+def server_processes(home: Path) -> list[int]:
+    """The stdio servers whose PILLBOX_HOME is under ``home``."""
+    wanted = b"PILLBOX_HOME=" + os.fsencode(home)
+    return processes(lambda argv, environ: b"mcp" in argv and any(a.endswith(b"manage.py") for a in argv)
+                     and any(e.startswith(wanted) for e in environ))
 
 
 def maps_onnxruntime(pid: int) -> bool:
@@ -95,7 +109,7 @@ def test_shared_two_stdio_servers_use_one_model_process_and_it_leaves_after_them
                         break
                 assert hit_ids(meant.ok)[0] == target and "used_semantic: true" in meant.text
             [model] = model_processes(run_dir)
-            servers = [pid for pid in server_processes(home)]
+            servers = server_processes(home)
             assert len(servers) == 2 and not any(maps_onnxruntime(pid) for pid in servers)
             assert maps_onnxruntime(model)
             return model
@@ -103,24 +117,6 @@ def test_shared_two_stdio_servers_use_one_model_process_and_it_leaves_after_them
     model = run(scenario())
     assert gone(model), "the model process stayed after its last server left"
     assert not list(run_dir.glob("*.sock"))
-
-
-def server_processes(home: Path) -> list[int]:
-    """The stdio servers whose PILLBOX_HOME is under ``home``."""
-    found = []
-    wanted = b"PILLBOX_HOME=" + os.fsencode(home)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"mcp" in argv and any(a.endswith(b"manage.py") for a in argv) and any(
-                e.startswith(wanted) for e in environ):
-            found.append(int(entry.name))
-    return found
 
 
 def test_shared_vectors_are_the_in_process_model_s_and_a_killed_process_is_started_again(run_dir, bundled_model):
