@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from base.files import UnsafeFile, checked_target, read_regular, write_atomically
+
 
 def linked_git_dir(dot_git: Path) -> Path | None:
     """The git directory a ``.git`` file (``gitdir: …``) names, when it is this work tree's own: a worktree's
@@ -44,11 +46,13 @@ def exclude_from_git(directory: Path, target: str, *, also: str | None = None) -
             git_dir = found
         else:
             continue
-        exclude = git_dir / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        lines = exclude.read_text().splitlines() if exclude.exists() else []
+        try:  # a directory that did not come from `git init` or `git clone` may hold a planted link here
+            exclude = checked_target(git_dir / "info" / "exclude", root=git_dir)
+            content = read_regular(exclude)
+        except UnsafeFile:
+            return
+        lines = content.decode(errors="replace").splitlines() if content is not None else []
         entry = "/" + str(directory.relative_to(parent) / target) + ("/" if target.endswith("/") else "")
         if entry not in lines and (also is None or also not in lines):
-            with exclude.open("a") as handle:
-                handle.write(("\n" if lines and lines[-1] else "") + entry + "\n")
+            write_atomically(exclude, "".join(line + "\n" for line in lines) + entry + "\n")
         return

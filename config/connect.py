@@ -13,11 +13,13 @@ into the person's own files (``local``/``user`` scope); a project's file, meant 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import platform
 import re
 import shutil
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 
+from base.files import UnsafeFile, checked_target, followed_into, read_regular, write_atomically
 from base.gitexclude import exclude_from_git
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "vscode")
@@ -206,24 +209,61 @@ def claude_code_commands(servers: list[Server], scope: Scope) -> list[str]:
 # ---------------------------------------------------------------- merging into an existing file
 
 
-def backup(path: Path, project: Path) -> Path | None:
-    """Copy ``path`` aside before it is changed (None when there is nothing to keep); a copy in the project is
-    kept out of its commits (.git/info/exclude)."""
-    if not path.exists():
-        return None
+BACKUPS_KEPT = 3  # the last few versions of a file we changed; older backups of it are removed
+_BACKUP_STAMP = re.compile(r"\.bak-\d{8}T\d{12}Z$")
+
+
+def safe_place(path: Path, *, home: Path, project: Path) -> tuple[Path, str]:
+    """Where to read and write a client's file, refusing links a repository could have planted: inside the
+    project no link at all (a clone is someone else's tree); in the person's home a link is followed only when it
+    leads somewhere else in that home (dotfiles), and the sentence returned says so."""
+    try:
+        if path.is_relative_to(project):
+            return checked_target(path, root=project), ""
+        if path.is_relative_to(home):
+            return followed_into(path, root=home)
+        return checked_target(path, root=path.parent), ""
+    except UnsafeFile as exc:
+        raise ConnectError(str(exc)) from None
+
+
+def backup(path: Path, project: Path, content: bytes) -> Path:
+    """Keep ``content`` (what ``path`` held before we change it) beside it, readable by its owner only, and the
+    last few such copies only; a copy in the project is kept out of its commits (.git/info/exclude)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     copy = path.with_name(f"{path.name}.bak-{stamp}")
-    shutil.copy2(path, copy)
+    write_atomically(copy, content, mode=0o600)
+    older = sorted(candidate for candidate in path.parent.glob(glob.escape(path.name) + ".bak-*")
+                   if _BACKUP_STAMP.search(candidate.name))
+    for stale in older[:-BACKUPS_KEPT]:
+        stale.unlink(missing_ok=True)
     if path.is_relative_to(project):
         exclude_from_git(project, str(path.relative_to(project)) + ".bak-*")
     return copy
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a merge did: whether the file changed, and where its previous content was kept."""
+
+    changed: bool
+    saved: Path | None = None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        content = read_regular(path)
+    except UnsafeFile as exc:
+        raise ConnectError(str(exc)) from None
+    return "" if content is None else content.decode("utf-8", errors="replace")
+
+
 def _read_json(path: Path) -> dict[str, Any]:
-    if not path.exists() or not path.read_text().strip():
+    text = _read_text(path)
+    if not text.strip():
         return {}
     try:
-        document = json.loads(path.read_text())
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConnectError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it or move it away, "
                            "then run this again. Nothing was changed.") from None
@@ -232,16 +272,31 @@ def _read_json(path: Path) -> dict[str, Any]:
     return document
 
 
-def write_file(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    if path.exists():
-        shutil.copymode(path, temporary)
-    temporary.replace(path)  # a reader never sees half a file
+def write_file(path: Path, text: str, *, mode: int | None = None) -> None:
+    try:
+        write_atomically(path, text, mode=mode)
+    except UnsafeFile as exc:
+        raise ConnectError(str(exc)) from None
 
 
-def merge_json(path: Path, keys: tuple[str, ...], entries: dict[str, Any]) -> None:
+def replace_text(path: Path, text: str, *, project: Path, mode: int | None = None) -> Written:
+    """Write ``text`` to ``path`` after a backup of what was there; nothing at all (no backup either) when the file
+    already holds exactly that."""
+    try:
+        current = read_regular(path)
+        if current == text.encode():
+            if mode is not None and stat.S_IMODE(path.lstat().st_mode) != mode:
+                write_atomically(path, text, mode=mode)
+            return Written(changed=False)
+        saved = backup(path, project, current) if current is not None else None
+        write_atomically(path, text, mode=mode)
+    except UnsafeFile as exc:
+        raise ConnectError(str(exc)) from None
+    return Written(changed=True, saved=saved)
+
+
+def merge_json(path: Path, keys: tuple[str, ...], entries: dict[str, Any], *, project: Path,
+               mode: int | None = None) -> Written:
     """Put ``entries`` into the object at ``keys`` (made when missing), keeping everything else in the file."""
     document = _read_json(path)
     place = document
@@ -251,7 +306,7 @@ def merge_json(path: Path, keys: tuple[str, ...], entries: dict[str, Any]) -> No
             raise ConnectError(f"{'.'.join(keys[:depth + 1])} in {path} is not an object; nothing was changed.")
         place = current
     place.update(entries)
-    write_file(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return replace_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", project=project, mode=mode)
 
 
 def read_entries(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -268,9 +323,9 @@ def read_entries(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")
 
 
-def merge_toml(path: Path, servers: list[Server]) -> None:
+def merge_toml(path: Path, servers: list[Server], *, project: Path, mode: int | None = None) -> Written:
     """Replace our ``[mcp_servers.NAME]`` tables (and their sub-tables), keeping every other line as it was."""
-    text = path.read_text() if path.exists() else ""
+    text = _read_text(path)
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -293,7 +348,7 @@ def merge_toml(path: Path, servers: list[Server]) -> None:
     if any(server.name not in parsed.get("mcp_servers", {}) for server in servers):
         raise ConnectError(f"{path} defines mcp_servers in a form this command cannot merge (an inline table?); "
                            "add the tables printed above by hand. Nothing was changed.")
-    write_file(path, merged)
+    return replace_text(path, merged, project=project, mode=mode)
 
 
 def hook_command(user: str | None = None, home: str | None = None, *, portable: bool = False) -> str:
@@ -307,8 +362,8 @@ def hook_command(user: str | None = None, home: str | None = None, *, portable: 
     return f"PILLBOX_HOME={shlex.quote(home)} {command}" if home else command
 
 
-def merge_hook(path: Path, command: str) -> bool:
-    """Add a SessionStart hook running ``command`` to a Claude Code settings file; False when it is there."""
+def merge_hook(path: Path, command: str, *, project: Path) -> Written:
+    """Add a SessionStart hook running ``command`` to a Claude Code settings file (unchanged when it is there)."""
     document = _read_json(path)
     hooks = document.setdefault("hooks", {})
     if not isinstance(hooks, dict) or not isinstance(hooks.setdefault("SessionStart", []), list):
@@ -316,10 +371,9 @@ def merge_hook(path: Path, command: str) -> bool:
     for group in hooks["SessionStart"]:
         for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
             if isinstance(hook, dict) and hook.get("command") == command:
-                return False
+                return Written(changed=False)
     hooks["SessionStart"].append({"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command}]})
-    write_file(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    return True
+    return replace_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", project=project)
 
 
 def hook_file(scope: Scope, *, home: Path, project: Path) -> Path:
@@ -340,7 +394,7 @@ def launcher_file(home: Path) -> Path:
 def launcher_text(pillbox_home: str | None) -> str:
     import shlex
 
-    lines = ["#!/bin/sh", f"# {LAUNCHER}: this person's Pillbox & Todos (written by `manage.py launcher`).",
+    lines = ["#!/bin/sh", f"{_launcher_signature()} (written by `manage.py launcher`).",
              "# A project's shared MCP configuration runs it by name, so it names no machine's paths."]
     if pillbox_home:
         lines.append(f"export PILLBOX_HOME={shlex.quote(pillbox_home)}")
@@ -348,17 +402,29 @@ def launcher_text(pillbox_home: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool]:
-    """Write the launcher into ``~/.local/bin`` (POSIX shells); False when it was already this one."""
+def _launcher_signature() -> str:
+    return f"# {LAUNCHER}: this person's Pillbox & Todos"
+
+
+def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool, Path | None]:
+    """Write the launcher into ``~/.local/bin`` (POSIX shells): False when it was already this one; a file of the
+    same name that is not one of ours is kept aside first (the third value)."""
     if platform.system() == "Windows":
         raise ConnectError(f"The {LAUNCHER} launcher is a POSIX shell script; on Windows put a {LAUNCHER}.cmd "
                            f"on PATH running: {sys.executable} {manage_py()} %*")
     path, text = launcher_file(home), launcher_text(pillbox_home)
-    if path.is_file() and path.read_text() == text:
-        return path, False
-    write_file(path, text)
-    path.chmod(0o755)
-    return path, True
+    try:
+        path, _ = followed_into(path, root=home)
+        current = read_regular(path)
+        if current == text.encode():
+            return path, False, None
+        saved = None
+        if current is not None and _launcher_signature().encode() not in current:
+            saved = backup(path, home, current)
+        write_atomically(path, text, mode=0o755)
+    except UnsafeFile as exc:
+        raise ConnectError(str(exc)) from None
+    return path, True, saved
 
 
 def launcher_on_path(home: Path) -> bool:

@@ -35,6 +35,7 @@ from django.db import connections, models, transaction
 from django.utils import timezone
 
 from accounts.models import Account
+from base.files import write_atomically
 from base.private import FILE_MODE, private_db_file, private_dir
 from pillbox.databases import open_local
 from pillbox.global_db import GLOBAL
@@ -98,6 +99,8 @@ def _sha256(path: Path) -> str:
 
 
 def _copy(source: sqlite3.Connection, target: Path) -> None:
+    if os.path.lexists(target):  # never written through whatever stands there (a link could point anywhere)
+        raise BackupError(f"{target} exists already; choose a new directory")
     private_db_file(target)  # a copy holds what the original does (sessions, keys' hashes): its owner's only
     with closing(sqlite3.connect(target)) as copy:
         source.backup(copy)
@@ -183,7 +186,7 @@ def backup(dest: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
                 + shlex.join(command)
                 + "\n(restore it with pg_restore --clean --dbname=...)"
             )
-    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_atomically(dest / MANIFEST, json.dumps(manifest, indent=2) + "\n", mode=FILE_MODE)
     return manifest
 
 

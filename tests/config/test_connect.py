@@ -31,19 +31,6 @@ MANAGE = str(ROOT / "manage.py")
 OTHER = {"command": "npx", "args": ["-y", "some-other-server"]}
 
 
-@pytest.fixture
-def places(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """HOME is a scratch directory: ~/.claude.json, ~/.cursor, ~/.local/bin and the rest are its files."""
-    home, project = tmp_path / "home", tmp_path / "home" / "code" / "proj"
-    project.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("PILLBOX_HOME", raising=False)
-    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
-    monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.chdir(project)
-    return home, project
-
-
 def connect(*args: str, stderr: StringIO | None = None) -> str:
     out = StringIO()
     call_command("connect", *args, stdout=out, stderr=stderr or StringIO())
@@ -95,7 +82,8 @@ def test_claude_code_is_personal_by_default_and_the_project_stays_clean(places):
     assert mine["allowedTools"] == ["x"]
     for server in ("pillbox", "todos"):
         assert mine["mcpServers"][server] == {"type": "stdio", **stdio_entry(server)}
-    assert len(backups(home / ".claude.json")) == 2  # beside the person's own file, not in the project
+    # beside the person's own file, not in the project; one only: the second write changed nothing
+    assert len(backups(home / ".claude.json")) == 1
     hook = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert hook["hooks"]["SessionStart"][0]["hooks"][0]["command"] == f"{sys.executable} {MANAGE} recall"
     (project / ".claude" / "settings.local.json").write_text("{}")

@@ -62,7 +62,10 @@ class Command(BaseCommand):
                                f"{LAUNCHER} acts for its own login (or PILLBOX_USER).")
         home, where = Path.home(), Path(project or os.getcwd()).resolve()
         try:
-            path = connect.config_file(client, chosen, home=home, project=where)
+            path, followed = connect.safe_place(connect.config_file(client, chosen, home=home, project=where),
+                                                home=home, project=where)
+            if followed:
+                self.stderr.write(followed)
             data_home, note = ("", "") if http else sites.servers_home(home)
             if note:
                 self.stderr.write(note)
@@ -138,16 +141,20 @@ class Command(BaseCommand):
             if client == "claude-code":
                 self.stdout.write("# or run:\n" + "\n".join(connect.claude_code_commands(servers, scope)))
             return
-        saved = connect.backup(path, where)
+        # A file holding an API key (and its backup) is readable by its owner only.
+        mode = 0o600 if servers[0].is_http and servers[0].key else None
         if client == "codex":
-            connect.merge_toml(path, servers)
+            written = connect.merge_toml(path, servers, project=where, mode=mode)
         else:
-            connect.merge_json(path, keys, connect.json_entries(client, servers))
-        kept = f" (the previous file is kept as {saved})" if saved else ""
+            written = connect.merge_json(path, keys, connect.json_entries(client, servers), project=where, mode=mode)
         place = f" for {where}" if scope == "local" else ""
-        self.stdout.write(f"Wrote pillbox and todos to {path}{place}{kept}. Restart {client} to pick them up.")
-        if servers[0].is_http and servers[0].key:
-            self._guard_key(path, saved, scope, where)
+        if written.changed:
+            kept = f" (the previous file is kept as {written.saved})" if written.saved else ""
+            self.stdout.write(f"Wrote pillbox and todos to {path}{place}{kept}. Restart {client} to pick them up.")
+        else:
+            self.stdout.write(f"{path} already has these pillbox and todos entries{place}; nothing was changed.")
+        if mode is not None:
+            self._guard_key(path, scope, where)
         elif scope == "project" and servers[0].is_http:
             self.stdout.write(f"{path} names the site only (no key): each teammate's client signs in with OAuth "
                               "the first time it connects.")
@@ -155,11 +162,8 @@ class Command(BaseCommand):
                 self.stderr.write(f"warning: {settings.SITE_URL} is this machine's own address; for a team, set "
                                   "SITE_URL to the address everyone reaches.")
 
-    def _guard_key(self, path: Path, saved: Path | None, scope: connect.Scope, where: Path) -> None:
-        """The file (and its backup) now hold an API key: its owner's only, and, in a project, out of git."""
-        for written in (path, saved):
-            if written is not None:
-                written.chmod(0o600)
+    def _guard_key(self, path: Path, scope: connect.Scope, where: Path) -> None:
+        """The file now holds an API key (written owner-only): in a project, it is kept out of git too."""
         if path.is_relative_to(where):
             exclude_from_git(where, str(path.relative_to(where)))
             self.stdout.write(f"{path} holds an API key: it is readable by you only and kept out of git commits "
@@ -169,7 +173,10 @@ class Command(BaseCommand):
 
     def _hook(self, scope: connect.Scope, home: Path, project: Path, write: bool, user: str | None,
               data_home: str | None) -> None:
-        path = connect.hook_file(scope, home=home, project=project)
+        path, followed = connect.safe_place(connect.hook_file(scope, home=home, project=project), home=home,
+                                            project=project)
+        if followed:
+            self.stderr.write(followed)
         command = connect.hook_command(user, data_home, portable=scope == "project")
         if not write:
             hook = {"hooks": {"SessionStart": [{"matcher": connect.HOOK_MATCHER,
@@ -178,20 +185,19 @@ class Command(BaseCommand):
             return
         if scope == "local":  # personal: never committed, whatever the project's .gitignore says
             exclude_from_git(project, str(path.relative_to(project)))
-        saved = connect.backup(path, project)
-        if connect.merge_hook(path, command):
-            kept = f" (the previous file is kept as {saved})" if saved else ""
+        written = connect.merge_hook(path, command, project=project)
+        if written.changed:
+            kept = f" (the previous file is kept as {written.saved})" if written.saved else ""
             self.stdout.write(f"Added the SessionStart hook ({command}) to {path}{kept}.")
         else:
-            if saved:
-                saved.unlink()  # nothing changed: no backup to keep
             self.stdout.write(f"The SessionStart hook is already in {path}.")
 
     def _launcher(self, home: Path, data_home: str | None, write: bool) -> None:
         once = f"python <their checkout>/manage.py launcher   (puts {LAUNCHER} in ~/.local/bin)"
         if write:
-            path, changed = connect.install_launcher(home, data_home)
-            self.stdout.write(f"{'Installed' if changed else 'Kept'} your launcher {path}.")
+            path, changed, saved = connect.install_launcher(home, data_home)
+            kept = f" (the file that was there, not ours, is kept as {saved})" if saved else ""
+            self.stdout.write(f"{'Installed' if changed else 'Kept'} your launcher {path}{kept}.")
             if not connect.launcher_on_path(home):
                 self.stderr.write(f"warning: {path.parent} is not on your PATH (or another {LAUNCHER} comes "
                                   "first): add it, or the client will not find the servers.")

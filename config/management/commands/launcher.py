@@ -24,10 +24,11 @@ class Command(BaseCommand):
         if note:
             self.stderr.write(note)
         try:
-            path, changed = connect.install_launcher(home, data_home)
+            path, changed, saved = connect.install_launcher(home, data_home)
         except connect.ConnectError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"{'Wrote' if changed else 'Already there:'} {path}")
+        kept = f" (the file that was there, not ours, is kept as {saved})" if saved else ""
+        self.stdout.write(f"{'Wrote' if changed else 'Already there:'} {path}{kept}")
         if not connect.launcher_on_path(home):
             self.stderr.write(f"warning: {path.parent} is not on your PATH (or another {connect.LAUNCHER} comes "
                               "first): add it, or the clients will not find the servers.")

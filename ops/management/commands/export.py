@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from base.files import UnsafeFile, write_atomically
 from ops.backups import BackupError, dump_json, export_user
 
 
@@ -28,4 +29,7 @@ class Command(BaseCommand):
         if file == "-":
             sys.stdout.write(text)
         else:
-            Path(file).write_text(text, encoding="utf-8")
+            try:
+                write_atomically(Path(file), text, mode=0o600)  # a person's whole data: theirs to read only
+            except (UnsafeFile, OSError) as error:
+                raise CommandError(f"Could not write {file}: {error}") from None
