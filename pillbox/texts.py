@@ -232,6 +232,8 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, 
         header += f" (showing {len(found.hits)})"
     if found.match:
         header += f"\nmatch: {found.match}"
+    if found.confidence:
+        header += f"\nconfidence: {found.confidence}"
     if found.corrections:
         header += "\ncorrected: " + ", ".join(f"{typed} → {word}" for typed, word in found.corrections)
     header += search_limits(found)

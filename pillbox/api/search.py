@@ -47,7 +47,8 @@ class SearchView(PillboxView):
         summary="Search pills or capsules",
         description="As pill_search and capsule_search: give q, compound, or both. Prefixes match, accents and "
         "case are ignored, misspelled words are corrected (used_fuzzy is then true, corrections names them), rows "
-        "close in meaning join (used_semantic), and match says how the first result matched the query.",
+        "close in meaning join (used_semantic), match says how the first result matched the query, and "
+        "confidence (high, medium or low) how sure the server is that it answers it.",
         parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK),
         responses=responses({200: SearchSerializer}, 400, 404),
     )
@@ -65,6 +66,7 @@ class SearchView(PillboxView):
             names = selectors.bottle_names(self.reach)
         found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
         data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
-                "match": found.match or None, "corrections": found.corrections, "ignored_terms": found.ignored_terms,
+                "match": found.match or None, "confidence": found.confidence or None,
+                "corrections": found.corrections, "ignored_terms": found.ignored_terms,
                 "partial": found.partial, "results": found.hits}
         return Response(SearchSerializer(data, context={"bottle_names": names}).data)

@@ -34,13 +34,10 @@ QUERY_CACHE = 256  # recent query embeddings kept (an agent often repeats or ref
 SEARCH_WAIT = 1.0  # seconds a search waits for a model that is loading, then it answers by words
 # Tests only: while this file is absent the loader waits before loading (a model that loads slowly).
 LOAD_GATE_ENV = "PILLBOX_TEST_MODEL_GATE"
-# Cosine similarity a row found by meaning alone must reach (bench/pills_search.py): 0.30 when the query's
-# words found something (paraphrase targets: median 0.35; a higher floor loses them: p found@20 0.60 at
-# 0.30, 0.40 at 0.40), and ALONE_MARGIN more when they found nothing, so that nonsense and unrelated
-# questions (highest similarity to any pill 0.20-0.38 on the public set) still answer that nothing was
-# found. EMBEDDINGS_MIN_SIMILARITY replaces the base floor, for an endpoint model with another scale.
+# The model's reference cosine (bench/pills_search.py): rows found by meaning alone beside the words' rows need
+# this less the engine's BESIDE_WORDS_MARGIN, and with nothing found by words, less its ALONE_MARGIN
+# (pillbox.search.engine). EMBEDDINGS_MIN_SIMILARITY replaces it, for an endpoint model with another scale.
 BUNDLED_FLOOR = 0.30
-ALONE_MARGIN = 0.15
 
 
 def enabled() -> bool:

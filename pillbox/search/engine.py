@@ -27,12 +27,12 @@ from typing import Any
 from django.db import connections
 
 from pillbox.embeddings import loader
-from pillbox.search import snippets
+from pillbox.search import forms, snippets
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import FUZZY_COVERAGE, Coverage
 from pillbox.search.lexical import Candidate, any_match, lexical_pass
-from pillbox.search.meaning import semantic_pass
-from pillbox.search.results import Found, Hit, as_uuid
+from pillbox.search.meaning import Spread, semantic_pass
+from pillbox.search.results import ALL_WORDS, CORRECTED_WORDS, MEANING, Found, Hit, as_uuid
 from pillbox.search.scoring import CLIFF_LOOKUP, CLIFF_OTHER, cliff, merge, rank
 from pillbox.search.targets import Target
 from pillbox.search.terms import extract_terms, meaningful
@@ -54,13 +54,34 @@ MAX_TERMS = 32
 # matches. A look-up (all) keeps the word order; half or more: 3x; less than half (a paraphrase, a question in
 # other words): the cosine decides (100x) and the words only break ties. One weight of 3 for every partial match
 # left paraphrases below the model alone (conversations MRR@10 0.501 against 0.644; public p 0.157 / 0.166).
-SIMILARITY_WEIGHT = 3.0
-WEAK_SIMILARITY_WEIGHT = 100.0
+# Calibrated on every corpus together (bench/fusion_capture.py + fusion_eval.py: the public recall set, the team's
+# conversational corpus, LoCoMo's five public conversations under two title forms, a young project of 12 pills),
+# so that the words' order stands wherever the model has nothing better to say:
+# - a look-up (every meaningful term matched) keeps the words' order; rows found by meaning alone come after;
+# - half or more of the terms matched: the cosine only breaks near-ties (HALF_WEIGHT); more cost LoCoMo, whose
+#   questions name their subject and whose turns share the subject's words (R@5 -0.02 at 3x, the old weight);
+# - fewer: the model decides when it stands out (its best row STRONG_Z standard deviations above the scope's
+#   mean: paraphrases of the team corpus), and only breaks ties when it does not (LoCoMo with titles that repeat
+#   the turn: there the old 100x weight cost R@5 -0.05 on temporal questions).
+# Measured: no kind of any corpus below words only (R@5, MRR@10), LoCoMo R@5 +0.036 (see bench/README.md).
+HALF_WEIGHT = 0.1
+WEAK_WEIGHT = 0.5
+STRONG_WEIGHT = 100.0
+STRONG_Z = 3.5
 WEAK_SHARE = 0.5  # under this share of the terms matched by the best row, the query's words are weak
 LOOKUP_SIMILARITY_WEIGHT = 0.0
 # Beside the words' rows, rows found by meaning alone need the model's floor less this (conversational
 # paraphrases: MRR@10 0.646 at 0.20, 0.560 at 0.30).
 BESIDE_WORDS_MARGIN = 0.10
+# When the words find nothing, rows close in meaning are shown (labelled 'confidence: low' unless the model is
+# sure) down to the model's floor less this: a young project's questions in other words have their answer at a
+# cosine of 0.17-0.50, no higher than unrelated questions; a false "No pills found." costs an agent more than a
+# low-confidence row it can read and discard. Keyboard mash and words of no language still find nothing
+# (``worded``).
+ALONE_MARGIN = 0.15
+# Confidence that the first row answers the query (see confidence()), measured on the recall sets.
+HIGH_SIMILARITY = 0.5
+HIGH, MEDIUM, LOW = "high", "medium", "low"
 
 
 def _hit(row: tuple[Any, ...]) -> Hit:
@@ -114,6 +135,17 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     def known(term: str) -> bool:
         return any(words.has_prefix(term) for words in vocabularies)
 
+    def words_with_prefix(term: str) -> list[str] | None:
+        listed: list[str] = []
+        for words in vocabularies:
+            found = words.with_prefix(term, forms.MANY)
+            if found is None:
+                return None
+            listed += found
+        return listed
+
+    # A word the memory holds in another form (an inflection, a compound written apart) is searched in that form.
+    terms = forms.known_forms(terms, known=known, words_with_prefix=words_with_prefix)[:MAX_TERMS]
     passes: list[tuple[dict[str, list[str]], list[Candidate], int, dict[int, tuple[Any, ...]]]] = []
     partly_widened = False
     for target, words in zip(targets, vocabularies, strict=True):
@@ -138,33 +170,35 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     covered = max((c.coverage for _, lexical, _, _ in passes for c in lexical), default=0.0)
     lookup = covered >= FUZZY_COVERAGE * len(terms)
     # A look-up (every term matched) keeps its words' order, and rows found by meaning alone come after its words'
-    # rows: when those already fill the page, neither the query's embedding nor the similarity scan can change the
-    # answer, and neither is paid for. A model still loading is waited for briefly (a wait the time budget
-    # excuses, as a load once per process); until it is ready, search is by words.
-    page_full = lookup and sum(len(lexical) for _, lexical, _, _ in passes) >= limit
+    # rows; the model is still asked, for the answer's confidence (does it find the words' first row the closest?).
+    # A model still loading is waited for briefly (a wait the time budget excuses, as a load once per process);
+    # until it is ready, search is by words.
     loading = time.monotonic()
-    model = None if page_full or budget.spent() else loader.embedder(wait=loader.SEARCH_WAIT)
+    model = None if budget.spent() else loader.embedder(wait=loader.SEARCH_WAIT)
     budget.excuse(loading)
     query_vector = loader.embed_query(model, query) if model is not None else None
     meaning, floor = None, 1.0
+    words_found = any(lexical for _, lexical, _, _ in passes)
     if model is not None and query_vector is not None:
-        meaning = (LOOKUP_SIMILARITY_WEIGHT if lookup else SIMILARITY_WEIGHT if covered >= WEAK_SHARE * len(terms)
-                   else WEAK_SIMILARITY_WEIGHT)
-        # With nothing found by words, only a row very close in meaning may make the answer non-empty, and only
-        # for a query made of words (worded()).
-        words_found = any(lexical for _, lexical, _, _ in passes)
+        # Beside the words' rows, rows close in meaning; with nothing found by words, the closest rows for a query
+        # made of words (worded()), never for keyboard mash.
         floor = (model.floor - BESIDE_WORDS_MARGIN if words_found
-                 else model.floor + loader.ALONE_MARGIN if worded(terms) else 2.0)
-    results = []
-    total = 0
-    for target, (expansions, lexical, lexical_total, rows) in zip(targets, passes, strict=True):
-        candidates = list(lexical)
+                 else model.floor - ALONE_MARGIN if worded(terms) else 2.0)
+        meaning = 0.0
+    spread = Spread()
+    for target, (_, lexical, _, _) in zip(targets, passes, strict=True):
         if meaning is not None:
             assert model is not None and query_vector is not None
-            by_meaning = semantic_pass(target, model, query_vector, compound, candidates, floor)
-            candidates.extend(by_meaning)
-            lexical_total += len(by_meaning)
-        total += lexical_total
+            by_meaning, scope = semantic_pass(target, model, query_vector, compound, lexical, floor)
+            lexical.extend(by_meaning)
+            spread = max(spread, scope, key=lambda one: one.best)
+    if meaning is not None:
+        meaning = (LOOKUP_SIMILARITY_WEIGHT if lookup else HALF_WEIGHT if covered >= WEAK_SHARE * len(terms)
+                   else STRONG_WEIGHT if spread.z >= STRONG_Z else WEAK_WEIGHT)
+    results = []
+    total = 0
+    for target, (expansions, candidates, lexical_total, rows) in zip(targets, passes, strict=True):
+        total += lexical_total + sum(1 for c in candidates if not c.coverage)
         results.append(rank(target, candidates, rows, Coverage(terms, expansions), len(terms), limit,
                              meaning=meaning, boosted=current, budget=budget))
     hits = merge([r.hits for r in results], limit, by_score=True)
@@ -174,4 +208,22 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     by_meaning_ids = set().union(*(r.by_meaning for r in results))
     return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
                  used_semantic=any(hit.id in by_meaning_ids for hit in hits), ignored_terms=ignored,
-                 partial=budget.cut, more=more)
+                 partial=budget.cut, more=more,
+                 confidence=confidence(hits[0], spread, meaning_on=meaning is not None) if hits else "")
+
+
+def confidence(first: Hit, spread: Spread, *, meaning_on: bool) -> str:
+    """How sure the answer is that its first row answers the query (measured precision in bench/README.md):
+    high when every word matched and the model finds the same row the closest of the scope; medium when every
+    word matched, or the model alone stands out; low otherwise (some words: a topic never stored shares some of
+    its words with what was). By words
+    alone, never high: a row can match every word and be about something else."""
+    every = first.match in (ALL_WORDS, CORRECTED_WORDS)
+    if not meaning_on:
+        return MEDIUM if every else LOW
+    closest = first.similarity >= spread.best - 1e-6
+    if every and closest and first.similarity >= HIGH_SIMILARITY:
+        return HIGH
+    if every or (first.match == MEANING and spread.z >= STRONG_Z and first.similarity >= HIGH_SIMILARITY):
+        return MEDIUM
+    return LOW

@@ -79,9 +79,20 @@ def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
     return found
 
 
+@dataclass(frozen=True)
+class Spread:
+    """How the query's cosine is spread over the scope: its best, and how far that stands above the rest
+    (``z``: standard deviations above the mean). A model with something to say about a query puts one row far
+    above the others; one that has nothing finds every row about as close."""
+
+    best: float = 0.0
+    z: float = 0.0
+
+
 def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, compound: str | None,
-                  lexical: list[Candidate], floor: float) -> list[Candidate]:
-    """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)."""
+                  lexical: list[Candidate], floor: float) -> tuple[list[Candidate], Spread]:
+    """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)
+    and the cosine's spread over the scope."""
     import numpy as np
     vectors = vectors_of(target, model.key, query_vector.shape[0])
     if 0 < vectors.missing <= backfill.BATCH:
@@ -91,8 +102,11 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
     if vectors.missing:
         backfill.schedule_backfill(target.alias, target.kind)
     if not len(vectors.seqs) or vectors.matrix.shape[1] != query_vector.shape[0]:
-        return []
+        return [], Spread()
     similarity = vectors.matrix @ query_vector
+    deviation = float(similarity.std())
+    best = float(similarity.max())
+    spread = Spread(best, (best - float(similarity.mean())) / deviation if deviation > 1e-9 else 0.0)
     for candidate in lexical:
         at = vectors.position.get(candidate.seq)
         if at is not None:
@@ -111,4 +125,4 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
         seq = int(vectors.seqs[at])
         if seq not in seen:
             out.append(Candidate(seq, 0.0, 0.0, False, value))
-    return out
+    return out, spread

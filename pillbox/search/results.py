@@ -21,6 +21,7 @@ class Hit:
     score: float
     match: str = ""  # how the row matched the query's meaningful terms: one of MATCHES ("" in a listing)
     corrected: tuple[tuple[str, str], ...] = ()  # (typed, indexed word) of the corrections the row matched
+    similarity: float = 0.0  # the row's cosine with the query (0 without meaning)
 
 
 # How a row matched the query's meaningful terms: every one as typed; every one, some through a correction;
@@ -38,6 +39,7 @@ class Found:
     ignored_terms: int = 0  # distinct meaningful terms beyond MAX_TERMS, left out of the search
     partial: bool = False  # the time budget ran out: the answer is what was found by then
     more: int = 0  # rows left out below the relevance cliff (see cliff())
+    confidence: str = ""  # high, medium or low: how sure the first row answers the query ("" without rows)
 
     @property
     def match(self) -> str:

@@ -84,7 +84,8 @@ def rank(target: Target, candidates: list[Candidate], rows: dict[int, tuple[Any,
             else " ".join(coverage.snippet(content).split())
         match, corrected = coverage.matched(f"{title}\n{content}\n{compound_}") if candidate.coverage else (MEANING, ())
         hit = Hit(id=as_uuid(id_hex), seq=candidate.seq, compound=compound_, title=title,
-                  snippet=shown, bottle_id=bottle, score=score, match=match, corrected=corrected)
+                  snippet=shown, bottle_id=bottle, score=score, match=match, corrected=corrected,
+                  similarity=candidate.similarity)
         hits.append(hit)
         if candidate.expanded:
             expanded.add(hit.id)

@@ -63,7 +63,8 @@ def test_recall_a_look_up_is_answered_by_its_words_and_other_rows_found_by_meani
         site, alice, meaning, monkeypatch):
     """"postgres backups" is a look-up (the words' pill has every term): its words keep the first place and a row
     found by meaning alone follows, counted in "Found n". When the words' rows fill the page (limit 1), the
-    query's embedding and the similarity scan are skipped: they could not change the answer."""
+    order is still the words', and the model is still asked: its view of the first row is the answer's
+    confidence."""
     async def scenario() -> None:
         async with http_session(site, alice.key) as call:
             words, target, *_ = await stocked(call, "ops", [WORDS_MATCH, PARAPHRASE_TARGET, *OTHERS])
@@ -72,11 +73,13 @@ def test_recall_a_look_up_is_answered_by_its_words_and_other_rows_found_by_meani
             assert hit_ids(found.text) == [words, target]
             embedded: list[str] = []
             embed_query = loader.embed_query
-            monkeypatch.setattr(loader, "embed_query", lambda model, text: embedded.append(text))
-            # The words' rows fill the page: meaning could only add rows after it, so it is not asked.
+            # The words' rows fill the page: meaning adds no row before them, and is asked for the confidence.
+            monkeypatch.setattr(loader, "embed_query", lambda model, text: embedded.append(text) or embed_query(
+                model, text))
             found = await call("pill_search", query="postgres backups", limit=1)
-            assert header(found.ok) == "Found 1 pill\nmatch: all words" and hit_ids(found.text) == [words], found.text
-            assert embedded == []
+            assert header(found.ok) == "Found 2 pills (showing 1)\nmatch: all words", found.text
+            assert hit_ids(found.text) == [words] and embedded == ["postgres backups"]
+            assert "\nconfidence: " in found.text
             monkeypatch.setattr(loader, "embed_query", embed_query)
 
     run(scenario())
