@@ -87,6 +87,15 @@ class Spread:
 
     best: float = 0.0
     z: float = 0.0
+    rows: int = 0
+
+    def stands_out(self, margin: float) -> bool:
+        """Whether the best row stands further above the rest than chance would put the best of this many
+        (the expected largest of n normal draws is about sqrt(2 ln n) deviations above their mean), by
+        ``margin``: a scope of 12 rows needs z 2.2, of 1,442 rows 3.8, of 20,000 rows 4.5."""
+        import math
+
+        return self.rows > 1 and self.z >= math.sqrt(2 * math.log(self.rows)) + margin
 
 
 def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, compound: str | None,
@@ -106,7 +115,8 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
     similarity = vectors.matrix @ query_vector
     deviation = float(similarity.std())
     best = float(similarity.max())
-    spread = Spread(best, (best - float(similarity.mean())) / deviation if deviation > 1e-9 else 0.0)
+    spread = Spread(best, (best - float(similarity.mean())) / deviation if deviation > 1e-9 else 0.0,
+                    len(similarity))
     for candidate in lexical:
         at = vectors.position.get(candidate.seq)
         if at is not None:
