@@ -109,7 +109,7 @@ class Command(BaseCommand):
         if shown:
             password = secrets.token_urlsafe(12)
             user.set_password(password)
-            lines.append(f"password: {password}   (shown once; change it with {installed.COMMAND} changepassword "
+            lines.append(f"password: {password}   (shown once; change it with {installed.shown()} changepassword "
                          f"{username})")
         user.save()
         # What `connect` reads to give the agent's servers the data directory this site serves.
@@ -121,7 +121,7 @@ class Command(BaseCommand):
         lines.append(f"uid: {account_for(user).uid}")
         if not ApiKey.objects.alive().filter(user=user).exists():
             _, key = apikey_create(user=user, name="first key")
-            lines.append(f"key: {key}   (shown once; make more with {installed.COMMAND} createkey {username})")
+            lines.append(f"key: {key}   (shown once; make more with {installed.shown()} createkey {username})")
         lines += ["", *next_steps(site, username, password_shown=shown)]
         self.stdout.write("\n".join(lines))
         if not no_serve:
