@@ -68,13 +68,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, source / name)
     dist.mkdir()
-    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(dist)!r})"],
-                   cwd=source, check=True, capture_output=True)
-    (sdist,) = dist.glob("*.tar.gz")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
     environment = {key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}}
+    # The sdist by the build backend pyproject.toml names (what `python -m build --sdist` runs).
+    subprocess.run([*pip, "install", "setuptools>=68"], cwd=work, env=environment, check=True)
+    subprocess.run([python, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(dist)!r})"],
+                   cwd=source, env=environment, check=True, capture_output=True)
+    (sdist,) = dist.glob("*.tar.gz")
     # The wheel is built from the sdist, so both are shown complete by what the installed copy then does.
     subprocess.run([*pip, "wheel", "--no-deps", "-w", str(dist), str(sdist)], cwd=work, env=environment, check=True)
     (wheel,) = dist.glob("*.whl")
