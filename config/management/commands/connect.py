@@ -47,7 +47,7 @@ class Command(BaseCommand):
                                  f"naming the {LAUNCHER} command each teammate installs once")
         parser.add_argument("--write", action="store_true", help="merge into the file (other servers are kept)")
         parser.add_argument("--hooks", action="store_true",
-                            help=f"claude-code: also add a SessionStart hook running `{LAUNCHER} recall`, so a new "
+                            help="claude-code: also add a SessionStart hook running `recall` (this copy's), so a new "
                                  "session starts with this project's memory")
         parser.add_argument("--user", help="the user the servers act for (default: $PILLBOX_USER, else the login)")
         parser.add_argument("--project", help="the project directory (default: the current directory)")
