@@ -17,6 +17,10 @@ import dj_database_url
 from base.private import private_db_file, repair_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The site's templates and static files: inside config/ in an installed wheel (pyproject.toml's package-dir puts
+# them there), beside the packages in a checkout.
+_WHEEL_FILES = Path(__file__).resolve().parent
+SITE_FILES = _WHEEL_FILES if (_WHEEL_FILES / "templates").is_dir() else BASE_DIR
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -210,7 +214,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_FILES / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -233,7 +237,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_FILES / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # whitenoise serves static files from the app server itself (no separate web server needed); compressed, not

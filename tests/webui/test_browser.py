@@ -1,8 +1,8 @@
 """The pages in a real browser: Playwright driving Debian's headless Chromium against the live server.
 
 Each walk does what a person does (click, type, reload) and checks what the page shows and what was stored.
-The screenshots of the README (docs/screenshots/) are written by these tests with UPDATE_SCREENSHOTS=1. Skipped
-when /usr/bin/chromium is missing
+The screenshots of the README and docs/pages.md (docs/screenshots/) are written by these tests with
+UPDATE_SCREENSHOTS=1. Skipped when /usr/bin/chromium is missing
 (.ci/run installs it with apt).
 """
 
