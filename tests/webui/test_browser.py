@@ -333,6 +333,8 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
     page.wait_for_url(re.compile(r"q=stripe\+webhooks"))
     assert page.locator(".fuzzy-note").count() == 0 and page.locator(".corrections").count() == 0
     assert page.locator("h2 .badge.match").first.inner_text() == "all words"
+    # How sure the first result is: every word matched (medium by words alone, high when meaning agrees).
+    assert page.locator("h2 .badge.confidence").first.inner_text() in ("confidence: medium", "confidence: high")
 
 
 @pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])
