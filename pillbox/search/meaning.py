@@ -64,7 +64,9 @@ def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
             missing = cursor.fetchone()[0]
         else:
             missing = version[0] - version[1]
-        cursor.execute(f"SELECT m.seq, m.compound, v.vector {body} AND v.{kind.key} IS NOT NULL", params)
+        # In a stable order, so that rows of equal cosine rank alike whenever the vectors were written.
+        cursor.execute(f"SELECT m.seq, m.compound, v.vector {body} AND v.{kind.key} IS NOT NULL ORDER BY m.seq",
+                       params)
         # A vector of another length (a damaged row) is left out rather than breaking the search.
         fetched = [row for row in cursor.fetchall() if len(row[2]) == dimensions * 2]
     seqs = np.array([row[0] for row in fetched], dtype=np.int64)
@@ -126,7 +128,7 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
     seen = {candidate.seq for candidate in lexical}
     count = min(SEMANTIC_CANDIDATES + len(seen), len(similarity))
     top = np.argpartition(-similarity, count - 1)[:count]
-    top = top[np.argsort(-similarity[top])]
+    top = top[np.lexsort((-vectors.seqs[top], -similarity[top]))]  # ties: the newest first, as the words' order
     out: list[Candidate] = []
     for at in top:
         value = float(similarity[at])
