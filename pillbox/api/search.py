@@ -13,7 +13,7 @@ from pillbox import selectors
 from pillbox.api.common import ID_PATTERN, PillboxView, read_query
 from pillbox.exceptions import ValidationFailed
 from pillbox.global_db import GLOBAL
-from pillbox.input_rules import NONBLANK
+from pillbox.input_rules import NONBLANK, VISIBLE
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
 from pillbox.serializers import SearchSerializer
@@ -48,7 +48,7 @@ class SearchView(PillboxView):
         description="As pill_search and capsule_search: give q, compound, or both. Prefixes match, accents and "
         "case are ignored, misspelled words are corrected (used_fuzzy is then true, corrections names them), rows "
         "close in meaning join (used_semantic), and match says how the first result matched the query.",
-        parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK),
+        parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK, visible=VISIBLE),
         responses=responses({200: SearchSerializer}, 400, 404),
     )
     def get(self, request: Request) -> Response:
