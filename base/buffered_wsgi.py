@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from tempfile import SpooledTemporaryFile
@@ -40,9 +41,7 @@ class BufferedWsgi:
             body = await self._body(scope, receive, send)
             if body is not None:
                 with body:
-                    await asyncio.get_running_loop().run_in_executor(
-                        self.pool, self._run, scope, body, asyncio.get_running_loop(), send
-                    )
+                    await self._respond(scope, body, receive, send)
 
     async def _body(self, scope: Scope, receive: Receive, send: Send) -> IO[bytes] | None:
         declared = _header(scope, b"content-length")
@@ -74,10 +73,25 @@ class BufferedWsgi:
         body.seek(0)
         return body
 
-    def _run(self, scope: Scope, body: IO[bytes], loop: asyncio.AbstractEventLoop, send: Send) -> None:
-        """In a pool thread: the application's answer, each message sent through the loop as it is made."""
+    async def _respond(self, scope: Scope, body: IO[bytes], receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        # Sending to a client that left raises nothing: without this, an endless stream would keep its thread.
+        left = threading.Event()
+        watch = asyncio.create_task(_until_disconnect(receive, left))
+        try:
+            await loop.run_in_executor(self.pool, self._run, scope, body, loop, send, left)
+        finally:
+            watch.cancel()
+
+    def _run(
+        self, scope: Scope, body: IO[bytes], loop: asyncio.AbstractEventLoop, send: Send, left: threading.Event
+    ) -> None:
+        """In a pool thread: the application's answer, each message sent through the loop as it is made, until
+        the client leaves."""
 
         def deliver(*messages: Message) -> None:
+            if left.is_set():
+                raise _ClientLeft
             asyncio.run_coroutine_threadsafe(_send_all(send, messages), loop).result()
 
         start: Message = {}
@@ -104,9 +118,21 @@ class BufferedWsgi:
                 if done:
                     return
             deliver(*([] if started else [start]), {"type": "http.response.body", "body": b""})
+        except _ClientLeft:
+            return
         finally:
             if hasattr(result, "close"):
                 result.close()  # Django's request_finished: the database connections go back
+
+
+class _ClientLeft(Exception):
+    pass
+
+
+async def _until_disconnect(receive: Receive, left: threading.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        continue
+    left.set()
 
 
 async def _send_all(send: Send, messages: tuple[Message, ...]) -> None:

@@ -13,6 +13,7 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from tests.clients import ROOT, http_client, run
@@ -156,3 +157,43 @@ def test_buffered_wsgi_refuses_late_and_large_bodies_before_the_application_runs
     assert declared[0]["status"] == 413
     undeclared = _serve(buffered, *_http([b"x" * 6, b"y" * 6]))
     assert undeclared[0]["status"] == 413 and b"larger than 10 bytes" in undeclared[1]["body"]
+
+
+def test_buffered_wsgi_ends_an_endless_stream_when_its_client_leaves():
+    from base.buffered_wsgi import BufferedWsgi
+
+    closed = threading.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+
+        def events():
+            try:
+                while True:
+                    yield b"data: tick\n\n"
+            finally:
+                closed.set()  # the thread is free again
+
+        return events()
+
+    async def scenario() -> int:
+        gone = asyncio.Event()
+        scope, _ = _http([])
+        request = [{"type": "http.request", "body": b"", "more_body": False}]
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            if request:
+                return request.pop()
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+            if len(sent) == 3:
+                gone.set()
+
+        await BufferedWsgi(app, threads=1, body_timeout=5, max_body=10)(scope, receive, send)
+        return len(sent)
+
+    assert run(scenario()) >= 3 and closed.is_set()
