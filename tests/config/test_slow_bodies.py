@@ -20,7 +20,7 @@ from tests.clients import ROOT, http_client, run
 from tests.config.test_production import _env, start_readme_server
 
 SLOW_SENDERS = 16
-BODY_TIMEOUT = 3  # seconds: short, so that the test is quick
+BODY_TIMEOUT = 4  # seconds: short, so that the test is quick
 PACE = 0.25  # seconds between two bytes of a slow sender
 
 
@@ -59,14 +59,15 @@ def test_slow_bodies_cannot_hold_the_readmes_production_server(tmp_path):
     key = made.split("key: ")[1].strip()
     server, port = start_readme_server(env)
     senders: list[socket.socket] = []
+
+    async def another_users_call() -> object:
+        async with http_client(f"http://127.0.0.1:{port}/mcp", key=key) as client:
+            return await client.call_tool("get_list_usage", {})
+
     try:
+        run(another_users_call())  # the site's first MCP call loads what every later one uses
         started = time.monotonic()
         senders = [_slow_sender(port) for _ in range(SLOW_SENDERS)]
-
-        async def another_users_call() -> object:
-            async with http_client(f"http://127.0.0.1:{port}/mcp", key=key) as client:
-                return await client.call_tool("get_list_usage", {})
-
         asked = time.monotonic()
         usage = run(asyncio.wait_for(another_users_call(), timeout=BODY_TIMEOUT * 3))
         answered_in = time.monotonic() - asked
