@@ -73,7 +73,8 @@ def device_remember(*, request: HttpRequest, response: HttpResponse, user: User)
     session_key = request.session.session_key or ""
     with transaction.atomic():
         mine = LoginDevice.objects.filter(user=user, token_hash__in=[hash_key(token) for token in held])
-        for device in mine.alive().filter(password_stamp=password_stamp(user)):
+        oldest = timezone.now() - timedelta(seconds=DEVICE_MAX_AGE)
+        for device in mine.alive().filter(password_stamp=password_stamp(user), created_at__gt=oldest):
             LoginDevice.objects.filter(pk=device.pk).update(session_key=session_key, last_used_at=timezone.now())
             return device
         stale = set(mine.values_list("token_hash", flat=True))
