@@ -39,6 +39,8 @@ def worker(backend: str, url: str | None, corpus_path: Path, out: Path) -> None:
     """Store ``corpus_path`` in a global bottle on ``backend`` and answer every query (two runs)."""
     with tempfile.TemporaryDirectory(prefix="backends-") as home:
         setup_django(Path(home), database_url=url)
+        from pills_quality import embeddings
+
         from accounts.services import user_get_or_create
         from mcp_bridge.tools import Caller
         from pillbox import ids, services
@@ -46,7 +48,6 @@ def worker(backend: str, url: str | None, corpus_path: Path, out: Path) -> None:
         from pillbox.embeddings import backfill
         from pillbox.global_db import GLOBAL
         from pillbox.tools import TOOLSET
-        from pills_quality import embeddings
 
         corpus = corpora.load(corpus_path)
         caller = Caller(user=user_get_or_create(username="bench-backends"), transport="http")

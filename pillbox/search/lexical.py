@@ -77,7 +77,8 @@ def _phrases(terms: Iterable[str], expansions: Iterable[str]) -> list[str]:
 def _pg_bm25(phrases: list[str], stats: PgStats) -> tuple[str, list[SqlParam]]:
     """FTS5's bm25 (lower is better) over the rows of a query, as a PostgreSQL expression: for each phrase its
     rarity in the scope times its saturated, length-normalised weighted frequency in the row."""
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[SqlParam] = []
     norm = f"{BM25_K1} * ({1 - BM25_B} + {BM25_B} * m.search_length / {max(stats.mean_length, 1.0)!r})"
     for at, phrase in enumerate(phrases):
         frequency = f"({WEIGHTS[0]} * ts_rank_cd('{PG_WEIGHTS}', m.search_vector, to_tsquery('simple', %s)))"
