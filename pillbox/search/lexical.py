@@ -74,26 +74,23 @@ def _phrases(terms: Iterable[str], expansions: Iterable[str]) -> list[str]:
     return [f"{term}:*" for term in terms] + list(expansions)
 
 
-def _pg_bm25(phrases: list[str], stats: PgStats) -> tuple[str, list[SqlParam]]:
-    """FTS5's bm25 (lower is better) over the rows of a query, as a PostgreSQL expression: for each phrase its
-    rarity in the scope times its saturated, length-normalised weighted frequency in the row."""
-    parts: list[str] = []
-    params: list[SqlParam] = []
+def _pg_bm25(phrases: list[str], stats: PgStats) -> tuple[str, str, list[SqlParam]]:
+    """FTS5's bm25 (lower is better) over the rows of a query, on PostgreSQL: a lateral join computing each
+    phrase's weighted frequency in the row once, its parameters, and the expression over them (for each phrase
+    its rarity in the scope times its saturated, length-normalised frequency)."""
+    columns = ", ".join(f"{WEIGHTS[0]} * ts_rank_cd('{PG_WEIGHTS}', m.search_vector, to_tsquery('simple', %s)) "
+                        f"AS f{at}" for at in range(len(phrases)))
     norm = f"{BM25_K1} * ({1 - BM25_B} + {BM25_B} * m.search_length / {max(stats.mean_length, 1.0)!r})"
-    for at, phrase in enumerate(phrases):
-        frequency = f"({WEIGHTS[0]} * ts_rank_cd('{PG_WEIGHTS}', m.search_vector, to_tsquery('simple', %s)))"
-        parts.append(f"{stats.idf(at)!r} * {frequency} * {BM25_K1 + 1} / ({frequency} + {norm})")
-        params += [phrase, phrase]
-    return "-(" + " + ".join(parts) + ")", params
+    parts = [f"{stats.idf(at)!r} * fr.f{at} * {BM25_K1 + 1} / (fr.f{at} + {norm})" for at in range(len(phrases))]
+    return f"CROSS JOIN LATERAL (SELECT {columns}) fr", "-(" + " + ".join(parts) + ")", list(phrases)
 
 
-def pg_stats(cursor: CursorWrapper, target: Target, phrases: list[str], compound: str | None) -> tuple[PgStats, int]:
-    """The scope's bm25 statistics and how many rows match any phrase, in two statements (the second by the
-    full-text index)."""
+def pg_stats(cursor: CursorWrapper, target: Target, phrases: list[str], compound: str | None,
+             vocabulary: Vocabulary) -> tuple[PgStats, int]:
+    """The scope's bm25 statistics (its rows and mean length come with its vocabulary) and how many rows match
+    any phrase and each one, in one statement by the full-text index."""
     joins, where, params = target.scope_sql()
-    cursor.execute(f"SELECT COUNT(*), COALESCE(AVG(m.search_length), 0) FROM {target.table} m {joins} "
-                   f"WHERE {where}", params)
-    rows, mean = cursor.fetchone()
+    rows, mean = vocabulary.rows, vocabulary.mean_length
     if compound is not None:
         where += " AND m.compound = %s"
         params = [*params, compound]
@@ -119,9 +116,10 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
                 f"WHERE m.search_vector @@ q AND {where}")
         if stats is None:  # counting only
             return body, [_tsquery(terms, words, every=every), *params], "m.seq", "0"
-        relevance, relevance_params = _pg_bm25(_phrases(terms, words), stats)
-        # The relevance's parameters come first: it is the SELECT list's, before FROM.
-        return body, [*relevance_params, _tsquery(terms, words, every=every), *params], "m.seq", relevance
+        lateral, relevance, frequency_params = _pg_bm25(_phrases(terms, words), stats)
+        body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q {lateral} "
+                f"WHERE m.search_vector @@ q AND {where}")
+        return body, [_tsquery(terms, words, every=every), *frequency_params, *params], "m.seq", relevance
     fts = target.fts
     # The caller's own words only (tagged with their scopes in the global database): others' rows are never
     # read, ranked nor joined.
@@ -174,7 +172,7 @@ def lexical_pass(target: Target, terms: list[str], expansions: dict[str, list[st
     with connections[target.alias].cursor() as cursor:
         stats = None
         if target.on_postgres:
-            stats, total = pg_stats(cursor, target, _phrases(terms, words), compound)
+            stats, total = pg_stats(cursor, target, _phrases(terms, words), compound, vocabulary)
         else:
             total = _count(cursor, target, terms, words, compound, vocabulary)
         candidates: list[tuple[int, float]] = []
@@ -204,8 +202,7 @@ def lexical_pass(target: Target, terms: list[str], expansions: dict[str, list[st
 
 def _ranked(cursor: CursorWrapper, key: str, relevance: str, body: str, params: list[SqlParam],
             wanted: int) -> list[tuple[int, float]]:
-    """The best ``wanted`` rows by relevance, ties broken by the newest (the same order on both backends). The
-    relevance's parameters, if any, come first in ``params`` (see _from)."""
+    """The best ``wanted`` rows by relevance, ties broken by the newest (the same order on both backends)."""
     cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
                    [*params, wanted])
     return [(int(seq), float(score)) for seq, score in cursor.fetchall()]
