@@ -346,16 +346,19 @@ def bottle_list(reach: Reach) -> str:
     "bottle_vinculate",
     "Link an existing local bottle (a directory holding .pillbox/pillbox.db, e.g. made by another user of "
     "this machine) into your registry. Answers status: linked, or already_linked, and the directory it "
-    "resolved.",
+    "resolved. A memory your Pillbox did not make on this machine (one committed in a cloned repository, "
+    "another user's) is adopted by this call, and only by it or by the person running `manage.py adopt`: "
+    "until then it is not read, searched or registered. Adopt one only when the person you work for asked you "
+    "to, after they looked at it; the answer's origin line says it was adopted.",
     {"directory": _string(1, 4096, "The directory holding .pillbox/pillbox.db: absolute, or relative to the "
                                    "working directory (default: the working directory itself).")},
     idempotent=True,
 )
 def bottle_vinculate(reach: Reach, directory: str | None = None) -> str:
-    bottle, registration, created = services.bottle_vinculate(reach=reach, directory=directory)
+    bottle, registration, created, owned = services.bottle_vinculate(reach=reach, directory=directory)
     base = reach.caller.workdir
     relative = directory is not None and base is not None and not Path(directory).expanduser().is_absolute()
-    return texts.bottle_linked(bottle, registration.db_path, created,
+    return texts.bottle_linked(bottle, registration.db_path, created, owned=owned,
                                resolved_from=base.resolve() if relative and base is not None else None)
 
 
