@@ -279,8 +279,16 @@ def locate(reach: Reach, model: type[Record], raw_id: str, *, noun: str, field: 
                             **{field: raw_id.strip(), "kind": kind})
         if reach.unreadable is not None:
             raise reach.unreadable
-        raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
+        raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}{untrusted_note(reach)}.",
+                       **{field: raw_id.strip()})
     return found[0]
+
+
+def untrusted_note(reach: Reach) -> str:
+    if reach.foreign is None:
+        return ""
+    return ("; the working directory's memory was not looked in: your Pillbox did not make it here and you have not "
+            "adopted it (bottle_vinculate adopts it, once the person you work for has looked at it)")
 
 
 # Which tool reads each kind of record, for an agent that passed one kind's id where another was expected.
