@@ -82,18 +82,32 @@ def judge_schema(conn: sqlite3.Connection, path: Path) -> None:
                                    "table is generated or hidden, computed on every row read")
 
 
+FileKey = tuple[str, int, int, int, int, int, int]
+
+
+def file_key(path: Path) -> FileKey:
+    """What changes when the file does: its identity, size and time, and its write-ahead log's (where SQLite
+    writes first, leaving the file itself as it was until a checkpoint). OSError when it is gone."""
+    info = path.stat()
+    try:
+        wal = path.with_name(path.name + "-wal").stat()
+        log = (wal.st_mtime_ns, wal.st_size)
+    except OSError:
+        log = (0, 0)
+    return (str(path), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size, *log)
+
+
 # A verdict per file as it is on disk: judged again once it changed (a write, a checkout, a copy over it).
-_judged: BoundedLru[tuple[str, int, int, int, int], bool] = BoundedLru(max_items=4096, max_bytes=4 << 20)
+_judged: BoundedLru[FileKey, bool] = BoundedLru(max_items=4096, max_bytes=4 << 20)
 
 
 def judge_file(path: Path) -> None:
     """Unsafe when the project database at ``path`` holds what this Pillbox never writes; IncompatibleDb when it
     cannot be read as a database within the deadline. Asked before any of its rows is read."""
     try:
-        info = path.stat()
+        key = file_key(path)
     except OSError:
         return  # nothing there yet: a database this Pillbox makes now
-    key = (str(path), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
     if _judged.get(key):
         return
     try:

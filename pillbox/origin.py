@@ -27,7 +27,7 @@ from base.lru import BoundedLru
 from pillbox import deadlines
 from pillbox.exceptions import IncompatibleDb
 from pillbox.global_db import GLOBAL
-from pillbox.judge import judge_file
+from pillbox.judge import FileKey, file_key, judge_file
 from pillbox.models import FileMark, OwnedFile
 from pillbox.original.judge import judge_tables
 from pillbox.shaping import one_line
@@ -49,13 +49,12 @@ def identity(path: Path) -> str:
     return f"{info.st_dev}:{info.st_ino}"
 
 
-_tokens: BoundedLru[tuple[str, int, int, int, int], str] = BoundedLru(max_items=4096, max_bytes=4 << 20)
+_tokens: BoundedLru[FileKey, str] = BoundedLru(max_items=4096, max_bytes=4 << 20)
 
 
 def file_token(path: Path) -> str | None:
     """The mark in the (judged) file at ``path``, or None when it has none."""
-    info = path.stat()
-    key = (str(path), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    key = file_key(path)
     known = _tokens.get(key)
     if known is not None:
         return known or None
