@@ -16,7 +16,7 @@ from django.test import Client
 
 from pillbox import databases
 from pillbox.models import OwnedFile
-from tests.clients import run, stdio_client, text_of
+from tests.clients import stdio_calls
 from tests.reliability.helpers import call_tool, manage
 
 NOBODY = 65534
@@ -25,15 +25,7 @@ AUTHOR = {"author_name": "Ada", "author_email": "ada@example.com"}
 
 def _session(home: Path, cwd: Path, calls: list[tuple[str, dict]], user: str = "alice",
              **env: str) -> list[tuple[bool, str]]:
-    async def scenario() -> list[tuple[bool, str]]:
-        async with stdio_client("pillbox", home=home, cwd=cwd, user=user, **env) as client:
-            answers = []
-            for tool, arguments in calls:
-                result = await client.call_tool(tool, arguments)
-                answers.append((bool(result.is_error), text_of(result)))
-            return answers
-
-    return run(scenario())
+    return stdio_calls("pillbox", home=home, cwd=cwd, calls=calls, user=user, **env)
 
 
 def _field(text: str, name: str) -> str:
