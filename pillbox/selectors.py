@@ -15,6 +15,7 @@ from django.db.models.functions import TruncDate
 from pillbox.access import Reach, locate, locate_capsule
 from pillbox.exceptions import NotFound, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.routers import LOCAL_ALIAS_PREFIX, is_local_alias
 
 if TYPE_CHECKING:
     from typing import TypeAlias, TypedDict
@@ -169,6 +170,13 @@ class BottlePage:
     alias: str
     prescriptions: list[CountedPrescription]
     pills_per_day: list[tuple[date, int]]  # days with at least one live pill, oldest first
+
+    @property
+    def directory(self) -> str:
+        """Where a local bottle's file really is (not the directory its row claims); a global one's own."""
+        if is_local_alias(self.alias):
+            return str(Path(self.alias.removeprefix(LOCAL_ALIAS_PREFIX)).parent.parent)
+        return self.bottle.directory
 
 
 @dataclass(frozen=True)
