@@ -47,6 +47,7 @@ class PrescriptionContext:
 class ListedBottle:
     registration: Registration
     linked: bool
+    read: bool = True  # False: its file is there but not read (not the user's own, or refused: pillbox.origin)
 
 
 def bottle_context(*, reach: Reach, bottle_id: str, limit: int) -> BottleContext:
@@ -86,9 +87,11 @@ def capsule_get(*, reach: Reach, capsule_id: str) -> Capsule:
 
 def bottle_list(*, reach: Reach) -> list[ListedBottle]:
     listed = []
+    reached = reach.all_bottle_ids()
     for registration in reach.registrations:
         linked = registration.scope == Bottle.SCOPE_GLOBAL or Path(registration.db_path).is_file()
-        listed.append(ListedBottle(registration=registration, linked=linked))
+        listed.append(ListedBottle(registration=registration, linked=linked,
+                                   read=not linked or registration.bottle_id in reached))
     return sorted(listed, key=lambda item: (item.registration.name, str(item.registration.bottle_id)))
 
 

@@ -116,6 +116,8 @@ def bottle_list(bottles: list[ListedBottle], here: Path | None = None, *, hide_p
         entry = item.registration
         mark = "●" if item.linked else "○"
         tail = "" if item.linked else " [unlinked]"
+        if not item.read:
+            tail += " [not read: the file there is not one you made or adopted, or it was refused]"
         if here is not None and entry.db_path and Path(entry.db_path) == here:
             tail += f"  {HERE}"
         # The name is what bottle_id takes besides the id (the display name is refused).

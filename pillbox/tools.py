@@ -335,7 +335,8 @@ def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
 
 
 @tool("bottle_list", "List your bottles with scope, id, name (bottle_id takes the id or the name) and directory "
-      "(a global bottle has none). ● the database is there; ○ [unlinked] its file no longer exists; '← this "
+      "(a global bottle has none). ● the database is there; ○ [unlinked] its file no longer exists; [not read: …] "
+      "the file there is not one you made or adopted (bottle_vinculate adopts it) or it was refused; '← this "
       "directory' marks the bottle of the directory you work in (found upwards, as git finds .git).", {},
       read_only=True)
 def bottle_list(reach: Reach) -> str:

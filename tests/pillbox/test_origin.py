@@ -102,8 +102,10 @@ def test_a_foreign_memory_is_not_searched_from_the_users_other_projects(tmp_path
     shutil.copyfile(clone / ".pillbox" / "pillbox.db", mine / ".pillbox" / "pillbox.db")
     for suffix in ("-wal", "-shm"):
         (mine / ".pillbox" / f"pillbox.db{suffix}").unlink(missing_ok=True)
-    ((_, found),) = session(home, elsewhere, [("pill_search", {"query": "how do we deploy to production"})])
+    ((_, found), (_, listed)) = session(home, elsewhere, [("pill_search", {"query": "how do we deploy to production"}),
+                                                          ("bottle_list", {})])
     assert found == "No pills found."
+    assert "● Mine [local]" in listed and "[not read: the file there is not one you made or adopted" in listed
 
 
 def test_a_copy_of_the_users_own_memory_is_foreign_and_a_moved_one_stays_theirs(tmp_path):
