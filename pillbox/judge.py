@@ -21,6 +21,7 @@ from pillbox import deadlines
 from pillbox.exceptions import IncompatibleDb
 from pillbox.original.files import ORIGINAL_TABLES
 from pillbox.original.judge import ORIGINAL_TRIGGERS
+from pillbox.original.recognise import recognise_openable
 from pillbox.shaping import one_line
 
 FOREIGN = "Pillbox never writes such a file; remove it, or ask whoever made it"
@@ -62,6 +63,8 @@ def judge_schema(conn: sqlite3.Connection, path: Path) -> None:
     # A project file the original Pillbox wrote holds its tables, their full-text index and triggers beside ours
     # (pillbox.original.judge judges those before they are read).
     original = ORIGINAL_TABLES <= names
+    if original:  # the original's own judge first, in its words (it knows the original's triggers and sizes)
+        recognise_openable(path)
     for kind, name, table, sql in rows:
         shown = one_line(str(name), 80)
         if kind == "view":

@@ -21,7 +21,7 @@ def _hidden(char: str) -> bool:
 def one_line(text: str, limit: int = NAME_LIMIT) -> str:
     """``text`` as one line: every run of white space (newlines, U+2028 included) one space, no control or format
     character, at most ``limit`` characters (cut with an ellipsis)."""
-    visible = "".join(char for char in " ".join(text.split()) if not _hidden(char))
+    visible = " ".join("".join(char for char in text if char.isspace() or not _hidden(char)).split())
     return visible if len(visible) <= limit else visible[:limit - 1].rstrip() + ELLIPSIS
 
 
