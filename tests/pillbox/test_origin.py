@@ -180,3 +180,30 @@ def test_a_trigger_and_a_generated_column_are_refused_by_name(tmp_path):
     plant(db, "DROP TRIGGER steal",
           "ALTER TABLE pillbox_bottle ADD COLUMN big TEXT GENERATED ALWAYS AS (printf('%.*c', 200000000, 'x'))")
     assert "the column big of its pillbox_bottle table is generated or hidden" in hook(home, mine)[0]
+
+
+def test_a_team_memory_is_adopted_once_per_clone_and_keeps_its_mark(tmp_path):
+    home = tmp_path / "home"
+    clone = cloned(home, tmp_path)  # a teammate (mallory) made it; the team commits it
+    db = clone / ".pillbox" / "pillbox.db"
+
+    def mark() -> str:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT token FROM pillbox_filemark").fetchone()[0]
+
+    before = mark()
+    assert "status: linked" in manage(home, clone, "adopt", "--yes", "--user", "alice")[0]
+    assert "status: already_linked" in manage(home, clone, "adopt", "--yes", "--user", "alice")[0]
+    assert mark() == before  # nothing for the team to commit, nothing to clash with a teammate's adoption
+    assert "How we deploy to production" in hook(home, clone)[0]
+
+
+def test_adopting_a_refused_file_says_why_without_a_trace(tmp_path):
+    home = tmp_path / "home"
+    clone = cloned(home, tmp_path)
+    plant(clone / ".pillbox" / "pillbox.db", *ENDLESS_VIEW)
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "adopt", "--yes", "--user", "alice"], cwd=clone,
+                          capture_output=True, text=True, timeout=60,
+                          env=stdio_params("pillbox", home=home, cwd=clone).env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "it holds a view (pillbox_pill), and a view is computed when read" in done.stderr
