@@ -93,7 +93,8 @@ def guard_project_connection(sender: object, connection: Any, **kwargs: object) 
     clock = guard(connection.connection)
     wrapper = next((w for w in connection.execute_wrappers if isinstance(w, _Restart)), None)
     if wrapper is None:
-        connection.execute_wrappers.append(_Restart(clock))
+        # First in the list: ``connection.execute_wrapper()`` blocks pop the last one when they end.
+        connection.execute_wrappers.insert(0, _Restart(clock))
     else:
         wrapper.clock = clock
 
