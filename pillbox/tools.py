@@ -6,9 +6,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from django.db import DatabaseError
+
 from mcp_bridge.arguments import read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import selectors, services, texts
+from pillbox import deadlines, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.embeddings import loader
 from pillbox.exceptions import PillboxError
@@ -87,6 +89,10 @@ def tool(
                     return news.before(function(reach_for(caller), **values))
                 except PillboxError as exc:
                     raise ToolFailure(news.after(texts.error(exc, hide_paths=hides_server_paths(caller)))) from None
+                except DatabaseError as exc:
+                    if not deadlines.interrupted(exc):
+                        raise
+                    raise ToolFailure(news.after(texts.error(deadlines.stopped()))) from None
 
         TOOLS.append(Tool(name=name, description=description, input_schema=schema, handler=handler,
                           read_only=read_only, destructive=destructive, idempotent=idempotent))

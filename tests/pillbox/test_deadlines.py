@@ -78,3 +78,22 @@ def test_files_registered_before_the_upgrade_stay_their_users_own(project, alice
     assert OwnedFile.objects.get(user=alice.user).origin == OwnedFile.UPGRADED
     assert Ledger(alice.user).owned(path) is not None
     assert Ledger(bob.user).owned(path) is None  # bob never had it
+
+
+def test_a_tool_call_whose_read_passes_the_deadline_answers_in_words(project, alice, settings, monkeypatch,
+                                                                     local_bottles_over_http):
+    settings.PILLBOX_READ_SECONDS = 0.3
+    caller = Caller(user=alice.user, transport="stdio", workdir=project)
+    made = run_tool(TOOLSET, TOOLSET.by_name["bottle_create"], caller, {"name": "shop", "display_name": "S"})
+    assert not made.is_error, made.text
+
+    def never_ends(*, reach, bottle_id, limit):
+        with connections[reach.current].cursor() as cursor:
+            cursor.execute(ENDLESS)
+
+    monkeypatch.setattr(selectors, "pill_compounds", never_ends)
+    started = time.monotonic()
+    reply = run_tool(TOOLSET, TOOLSET.by_name["pill_compounds"], caller, {})
+    assert time.monotonic() - started < 3
+    assert reply.is_error and reply.text.startswith("error: incompatible_db\nmessage: Reading a project database took "
+                                                    "longer than 0.3 s (PILLBOX_READ_SECONDS) and was stopped")
