@@ -35,6 +35,14 @@ def project(tmp_path, monkeypatch) -> Path:
     return project
 
 
+def with_a_bottle(person, project: Path) -> Caller:
+    """The caller of ``person`` in ``project``, where a bottle of theirs now is."""
+    caller = Caller(user=person.user, transport="stdio", workdir=project)
+    made = run_tool(TOOLSET, TOOLSET.by_name["bottle_create"], caller, {"name": "shop", "display_name": "Shop"})
+    assert not made.is_error, made.text
+    return caller
+
+
 def test_a_statement_on_a_project_database_stops_at_the_deadline(project, settings, local_bottles_over_http):
     settings.PILLBOX_READ_SECONDS = 0.3
     alias = open_local(db_file(project), create=True)
@@ -50,9 +58,7 @@ def test_a_statement_on_a_project_database_stops_at_the_deadline(project, settin
 def test_the_hook_gives_up_at_its_own_deadline_and_says_so(project, alice, settings, monkeypatch,
                                                            local_bottles_over_http):
     settings.PILLBOX_RECALL_SECONDS = 0.5
-    caller = Caller(user=alice.user, transport="stdio", workdir=project)
-    reply = run_tool(TOOLSET, TOOLSET.by_name["bottle_create"], caller, {"name": "shop", "display_name": "Shop"})
-    assert not reply.is_error, reply.text
+    with_a_bottle(alice, project)
 
     def never_ends(*, reach, alias, **kwargs):  # a read that slipped past every check and would not end
         with connections[alias].cursor() as cursor:
@@ -83,9 +89,7 @@ def test_files_registered_before_the_upgrade_stay_their_users_own(project, alice
 def test_a_tool_call_whose_read_passes_the_deadline_answers_in_words(project, alice, settings, monkeypatch,
                                                                      local_bottles_over_http):
     settings.PILLBOX_READ_SECONDS = 0.3
-    caller = Caller(user=alice.user, transport="stdio", workdir=project)
-    made = run_tool(TOOLSET, TOOLSET.by_name["bottle_create"], caller, {"name": "shop", "display_name": "S"})
-    assert not made.is_error, made.text
+    caller = with_a_bottle(alice, project)
 
     def never_ends(*, reach, bottle_id, limit):
         with connections[reach.current].cursor() as cursor:
