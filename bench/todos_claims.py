@@ -44,7 +44,7 @@ def main() -> None:
         from accounts.services import user_get_or_create
         from mcp_bridge.server import run_tool
         from mcp_bridge.tools import Caller
-        from todos import services
+        from todos import leases, services
         from todos.tools import TOOLSET
 
         user = user_get_or_create(username="bench")
@@ -53,7 +53,7 @@ def main() -> None:
             services.todo_put(owner=user, key=f"t{n}", name=f"Step {n} of the plan", description="Some words.",
                               priority=("low", "medium", "high")[n % 3], tags=["bench"])
         for n in range(options.claimed):
-            services.todo_claim(owner=user, key=f"t{n * (options.todos // options.claimed)}", by=f"other-{n}")
+            leases.todo_claim(owner=user, key=f"t{n * (options.todos // options.claimed)}", by=f"other-{n}")
         services.todo_put(owner=user, key="mine", name="Mine", description="", tags=["bench"])
         caller = Caller(user=user, transport="stdio", client_name="bench-agent")
 
