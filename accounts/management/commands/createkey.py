@@ -1,4 +1,5 @@
-"""`manage.py createkey NAME [--label L] [--create]`: a new API key for an existing user (a typo never creates anyone)."""
+"""`manage.py createkey NAME [--label L] [--create]`: a new API key for an existing user (a typo never makes
+anyone)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
