@@ -1,29 +1,7 @@
 #!/usr/bin/env python
-import os
-import sys
+"""A checkout's entry point: the same subcommands as the installed `pillbox-todos` command (config/cli.py)."""
 
-
-def main() -> None:
-    # The stdio MCP servers load only the apps an agent's process uses (see config/settings_stdio.py).
-    stdio = len(sys.argv) > 1 and sys.argv[1] == "mcp"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_stdio" if stdio else "config.settings")
-    if stdio:
-        # An agent waits for the stdio handshake at every start: it is answered before Django is set up.
-        from mcp_bridge.stdio import main as serve_stdio
-
-        if (code := serve_stdio(sys.argv[2:])) is not None:
-            sys.exit(code)
-    if len(sys.argv) > 1 and sys.argv[1] == "recall":
-        # A session-start hook never creates a data directory: asked before the settings make one.
-        from pillbox.management.commands.recall import missing_home
-
-        if line := missing_home():
-            print(line)
-            return
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from config.cli import main
 
 if __name__ == "__main__":
     main()

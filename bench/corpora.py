@@ -49,6 +49,7 @@ PARAPHRASE, LOOKUP = "paraphrase", "lookup"
 # The header line a search answer may carry (``match: all words`` ...), and the answer to nothing found.
 MATCH_LINE = re.compile(r"^match: (.+)$", re.MULTILINE)
 NOTHING = "No pills found."
+CONFIDENCE_LINE = re.compile(r"^confidence: (\w+)$", re.MULTILINE)
 
 # Words that say how a question is asked, not what it is about: left out when checking that a paraphrase shares
 # no word with its evidence, and that an absent topic has some word in the corpus.

@@ -42,10 +42,13 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     terms = max(record["terms"], 1)
     covered = max((c[1] for c in record["lexical"]), default=0.0)
     spread = record["spread"]
+    from pillbox.search.meaning import Spread
+
     z = (spread["max"] - spread["mean"]) / spread["std"] if spread and spread["std"] > 1e-9 else 0.0
+    strong = Spread(spread.get("max", 0.0), z, len(record["ids"])).stands_out(engine.STRONG_MARGIN)
     lookup = covered >= 0.9 * terms
     weight = (engine.LOOKUP_SIMILARITY_WEIGHT if lookup else engine.HALF_WEIGHT if covered >= engine.WEAK_SHARE * terms
-              else engine.STRONG_WEIGHT if z >= engine.STRONG_Z else engine.WEAK_WEIGHT)
+              else engine.STRONG_WEIGHT if strong else engine.WEAK_WEIGHT)
     floor = (0.30 - engine.BESIDE_WORDS_MARGIN if record["lexical"]
              else 0.30 - engine.ALONE_MARGIN if record["worded"] else 2.0)
     pool = {seq: (c, b, s) for seq, c, b, s in record["lexical"]}
@@ -64,7 +67,7 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     closest = bool(spread) and s >= spread["max"] - 1e-6
     every = c >= 0.9 * terms
     level = (engine.HIGH if every and closest and s >= engine.HIGH_SIMILARITY
-             else engine.MEDIUM if every or (not c and z >= engine.STRONG_Z and s >= engine.HIGH_SIMILARITY)
+             else engine.MEDIUM if every or (not c and strong and s >= engine.HIGH_SIMILARITY)
              else engine.LOW)
     return ranked, level
 

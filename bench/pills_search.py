@@ -11,7 +11,7 @@
     Per-query latency is the median of R runs after one untimed warm-up pass over all queries.
     Also measured: the backfill rate (vectors for pills stored without one), a pill_store's latency with
     embeddings on against off (p50 over 40 stores each, in a separate bottle), a query embedding's time, and
-    how many nonsense or unrelated queries still answer "No pills found." with meaning on.
+    how many nonsense or unrelated queries still claim nothing with meaning on ("No pills found." or low).
 (b) Latency at N pills (default 20,000): the public set replicated with varied text (each copy swaps words
     between items and appends a counter word, so the vocabulary keeps growing) and bulk-inserted into a
     local bottle database; each copy gets its source pill's vector (embedding 20,000 pills would take
@@ -28,8 +28,9 @@ meaning, kind n MRR@10 < 0.60, kind p < 0.06 or overall < 0.44, or when the tool
 only) is over twice P2's goal against the bare query's: strict over 4x, typo (kind b) over 6x; and, on both the
 recall set and the conversational one (c), when a nonsense query finds anything, absent topics claim all words
 on over 30%, look-ups say all words on under 85%, typo answers name their correction on under 85%, questions'
-median answer is over 3,000 characters (4,600 on conversations, where the 2,500 goal is missed), or fused falls
-more than 0.05 below the better single signal on MRR@10 or R@5 of a kind.
+median answer is over 3,000 characters (4,600 on conversations, where the 2,500 goal is missed), fused falls
+more than 0.03 below words only on MRR@10 or R@5 of a kind, or an answerable question answers "No pills found."
+on over 2 %.
 
 (c) Trust, on two kinds of memory: the recall set and bench/data/conversations_s1.json (--conversations), each
 with its absent-topic and nonsense queries (bench/data/absent_s1.json): words only, the model alone and fused per
@@ -57,7 +58,7 @@ from pills_quality import (
     NONSENSE,
     Project,
     embeddings,
-    nonsense_empty,
+    nonsense_unclaimed,
     print_corpus,
     print_quality,
     query_embedding_ms,
@@ -154,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         trust["conversations"] = run_corpus(talk, conversations, talk_mapping, repeat)
         ref_res = run_ref_quality(ref, items, queries, repeat)
         query_ms = query_embedding_ms(queries)
-        empty = nonsense_empty(project, meaning=True)
-        empty_words = nonsense_empty(project, meaning=False)
+        empty = nonsense_unclaimed(project, meaning=True)
+        empty_words = nonsense_unclaimed(project, meaning=False)
         stores = store_latency(tmp / "projects", items, count=10 if a.quick else 40)
         if a.keep:
             a.keep.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pill_store p50: {stores['on']:.1f} ms with embeddings, {stores['off']:.1f} ms without "
               f"(x{stores['on'] / stores['off']:.2f}); query embedding p50 {query_ms:.1f} ms")
         print(f"used_fuzzy on {sum(meaning_res['used_fuzzy'].values())} queries, used_semantic on "
-              f"{sum(meaning_res['used_semantic'].values())}; nonsense queries answered 'No pills found.': "
+              f"{sum(meaning_res['used_semantic'].values())}; unrelated queries answered 'No pills found.' or low: "
               f"{empty}/{len(NONSENSE)} with meaning, {empty_words}/{len(NONSENSE)} words only (the others match "
               f"a word, or a typo correction of one)\n")
         print_quality([("meaning", with_meaning), ("words", words), ("original", orig)], meta.get("query_kinds", {}))
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         f"pill_store p50 <= {GOAL_STORE_MS:.0f} ms with embeddings": stores["on"] <= GOAL_STORE_MS,
         f"query embedding p50 <= {GOAL_QUERY_MS:.0f} ms": query_ms <= GOAL_QUERY_MS,
         f"backfill >= {GOAL_BACKFILL:.0f} pills/s": filled / backfill_s >= GOAL_BACKFILL,
-        "meaning adds nothing to nonsense queries that words find nothing for": empty == empty_words,
+        "unrelated queries claim nothing (none found, or low) with meaning as by words": empty >= empty_words,
         **trust_goals(trust),
     }
     scope = " (the quick subset: indicative only)" if a.quick else ""

@@ -6,9 +6,10 @@ at the top for every project or under ``projects[<project>]`` for one), Claude D
 ``servers`` with an explicit ``type``; Codex (``config.toml``) as ``[mcp_servers.NAME]`` tables. Merging
 replaces only our own entries (``pillbox``, ``todos``) and keeps everything else in the file.
 
-Personal and shared: what names this machine (the interpreter, the checkout, a data directory, a key) goes
+Personal and shared: what names this machine (the command that runs this copy, a data directory, a key) goes
 into the person's own files (``local``/``user`` scope); a project's file, meant to be committed, names only the
-``pillbox-todos`` launcher found on ``PATH``, which each person installs once from their own checkout.
+``pillbox-todos`` command found on ``PATH``, which each person installs once (the package, or the launcher of
+their own checkout).
 """
 
 from __future__ import annotations
@@ -20,24 +21,22 @@ import platform
 import re
 import shutil
 import stat
-import sys
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from django.conf import settings
-
 from base.files import UnsafeFile, checked_target, followed_into, read_regular, write_atomically
 from base.gitexclude import exclude_from_git
+from config import installed
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "vscode")
 SERVERS = ("pillbox", "todos")
 HTTP_PATHS = {"todos": "/mcp", "pillbox": "/pillbox/mcp"}
 Scope = Literal["local", "user", "project"]
 SCOPES = ("local", "user", "project")
-LAUNCHER = "pillbox-todos"  # the command a project's shared file names; each person's own, on PATH
+LAUNCHER = installed.COMMAND  # the command a project's shared file names; each person's own, on PATH
 # SessionStart sources after which the conversation holds no memory yet (a resumed one still has it).
 HOOK_MATCHER = "startup|clear|compact"
 
@@ -62,18 +61,16 @@ class Server:
         return bool(self.url)
 
 
-def manage_py() -> Path:
-    return Path(settings.BASE_DIR) / "manage.py"
-
-
 def stdio_servers(user: str | None = None, home: str | None = None, *, portable: bool = False) -> list[Server]:
-    """This interpreter and this checkout's manage.py, absolute, so the client may start them from anywhere (with
-    ``home`` as PILLBOX_HOME); ``portable``: the launcher on PATH instead, naming nothing of this machine."""
+    """The command that runs this copy (installed.command(): the console script, uvx, or a checkout's Python and
+    manage.py), so the client may start them from anywhere (with ``home`` as PILLBOX_HOME); ``portable``: the
+    ``pillbox-todos`` on PATH instead, naming nothing of this machine."""
     if portable:
         return [Server(name, LAUNCHER, ("mcp", name)) for name in SERVERS]
     extra = ["--user", user] if user else []
     env = (("PILLBOX_HOME", home),) if home else ()
-    return [Server(name, sys.executable, (str(manage_py()), "mcp", name, *extra), env) for name in SERVERS]
+    program, *words = installed.command()
+    return [Server(name, program, (*words, "mcp", name, *extra), env) for name in SERVERS]
 
 
 def http_servers(site_url: str, key: str) -> list[Server]:
@@ -357,7 +354,7 @@ def hook_command(user: str | None = None, home: str | None = None, *, portable: 
     if portable:
         return f"{LAUNCHER} recall"
     extra = ["--user", user] if user else []
-    command = shlex.join([sys.executable, str(manage_py()), "recall", *extra])
+    command = shlex.join([*installed.command(), "recall", *extra])
     # Hooks run in a shell: a data directory other than the default travels as a variable, as it does to servers.
     return f"PILLBOX_HOME={shlex.quote(home)} {command}" if home else command
 
@@ -398,7 +395,7 @@ def launcher_text(pillbox_home: str | None) -> str:
              "# A project's shared MCP configuration runs it by name, so it names no machine's paths."]
     if pillbox_home:
         lines.append(f"export PILLBOX_HOME={shlex.quote(pillbox_home)}")
-    lines.append(f'exec {shlex.join([sys.executable, str(manage_py())])} "$@"')
+    lines.append(f'exec {shlex.join(installed.command())} "$@"')
     return "\n".join(lines) + "\n"
 
 
@@ -411,7 +408,7 @@ def install_launcher(home: Path, pillbox_home: str | None) -> tuple[Path, bool, 
     same name that is not one of ours is kept aside first (the third value)."""
     if platform.system() == "Windows":
         raise ConnectError(f"The {LAUNCHER} launcher is a POSIX shell script; on Windows put a {LAUNCHER}.cmd "
-                           f"on PATH running: {sys.executable} {manage_py()} %*")
+                           f"on PATH running: {installed.shown()} %*")
     path, text = launcher_file(home), launcher_text(pillbox_home)
     try:
         path, _ = followed_into(path, root=home)

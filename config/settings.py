@@ -17,6 +17,10 @@ import dj_database_url
 from base.private import private_db_file, repair_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The site's templates and static files: inside config/ in an installed wheel (pyproject.toml's package-dir puts
+# them there), beside the packages in a checkout.
+_WHEEL_FILES = Path(__file__).resolve().parent
+SITE_FILES = _WHEEL_FILES if (_WHEEL_FILES / "templates").is_dir() else BASE_DIR
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -210,7 +214,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_FILES / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -233,7 +237,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_FILES / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or PILLBOX_HOME / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # whitenoise serves static files from the app server itself (no separate web server needed); compressed, not
@@ -265,6 +269,11 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
+# The production server (config.asgi.buffered): a request reaches one of APP_THREADS threads per worker only once
+# its whole body has arrived, within REQUEST_BODY_TIMEOUT seconds (408 past it) and REQUEST_BODY_MAX_BYTES (413).
+APP_THREADS = int(os.environ.get("APP_THREADS") or 2)
+REQUEST_BODY_TIMEOUT = float(os.environ.get("REQUEST_BODY_TIMEOUT") or 10)
+REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024
 # One user cannot hold the MCP endpoints for everyone (mcp_bridge/limits.py): messages per batch, seconds of work
 # one request may take, JSON-RPC requests per user per window (count, seconds), requests in flight per user.
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)

@@ -55,10 +55,10 @@ def servers_home(home: Path) -> tuple[str | None, str]:
     site = read_site_record(home).get("home")
     if mine:
         if site and Path(mine).expanduser().resolve() != Path(site).resolve():
-            return mine, (f"WARNING: PILLBOX_HOME here is {mine}, but the site (`manage.py up`) serves {site}: "
+            return mine, (f"WARNING: PILLBOX_HOME here is {mine}, but the site (`up`) serves {site}: "
                           "the agent's memory will not be what the pages show. Run this again with "
                           f"PILLBOX_HOME={site}, or run `up` with the same PILLBOX_HOME.")
         return mine, ""
     if site and Path(site).resolve() != default_home(home):
-        return site, f"The servers use {site}, the data directory the site (`manage.py up`) serves."
+        return site, f"The servers use {site}, the data directory the site (`up`) serves."
     return None, ""

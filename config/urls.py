@@ -21,7 +21,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 def favicon(request: HttpRequest) -> FileResponse:
     """Browsers ask for /favicon.ico on every site whatever the page links; answer with the site's icon."""
-    response = FileResponse((settings.BASE_DIR / "static" / "webui" / "favicon.ico").open("rb"),
+    response = FileResponse((settings.SITE_FILES / "static" / "webui" / "favicon.ico").open("rb"),
                             content_type="image/x-icon")
     response["Cache-Control"] = "public, max-age=86400"
     return response

@@ -1,4 +1,4 @@
-"""Every import points down: a module imports its own package or the floors below it (the README's Layout).
+"""Every import points down: a module imports its own package or the floors below it (docs/layout.md).
 
 The floors, top to bottom. The wiring may import anything; every other module imports only its own package and
 the floors below, never a neighbour on its own floor (pillbox and todos know nothing of each other). A module

@@ -60,14 +60,16 @@ MAX_TERMS = 32
 # - a look-up (every meaningful term matched) keeps the words' order; rows found by meaning alone come after;
 # - half or more of the terms matched: the cosine only breaks near-ties (HALF_WEIGHT); more cost LoCoMo, whose
 #   questions name their subject and whose turns share the subject's words (R@5 -0.02 at 3x, the old weight);
-# - fewer: the model decides when it stands out (its best row STRONG_Z standard deviations above the scope's
-#   mean: paraphrases of the team corpus), and only breaks ties when it does not (LoCoMo with titles that repeat
-#   the turn: there the old 100x weight cost R@5 -0.05 on temporal questions).
+# - fewer: the model decides when it stands out (its best row further above the scope's mean than chance would
+#   put the best of that many rows, less STRONG_MARGIN: Spread.stands_out; paraphrases of the team corpus), and
+#   only breaks ties when it does not (LoCoMo with titles that repeat the turn: there the old 100x weight cost
+#   R@5 -0.05 on temporal questions). A fixed z of 3.5 did as well on these sizes but means less in a scope of
+#   12 rows (where no z can exceed 3.3) or of 200,000.
 # Measured: no kind of any corpus below words only (R@5, MRR@10), LoCoMo R@5 +0.036 (see bench/README.md).
 HALF_WEIGHT = 0.1
 WEAK_WEIGHT = 0.5
 STRONG_WEIGHT = 100.0
-STRONG_Z = 3.5
+STRONG_MARGIN = -0.2
 WEAK_SHARE = 0.5  # under this share of the terms matched by the best row, the query's words are weak
 LOOKUP_SIMILARITY_WEIGHT = 0.0
 # Beside the words' rows, rows found by meaning alone need the model's floor less this (conversational
@@ -194,7 +196,7 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
             spread = max(spread, scope, key=lambda one: one.best)
     if meaning is not None:
         meaning = (LOOKUP_SIMILARITY_WEIGHT if lookup else HALF_WEIGHT if covered >= WEAK_SHARE * len(terms)
-                   else STRONG_WEIGHT if spread.z >= STRONG_Z else WEAK_WEIGHT)
+                   else STRONG_WEIGHT if spread.stands_out(STRONG_MARGIN) else WEAK_WEIGHT)
     results = []
     total = 0
     for target, (expansions, candidates, lexical_total, rows) in zip(targets, passes, strict=True):
@@ -224,6 +226,6 @@ def confidence(first: Hit, spread: Spread, *, meaning_on: bool) -> str:
     closest = first.similarity >= spread.best - 1e-6
     if every and closest and first.similarity >= HIGH_SIMILARITY:
         return HIGH
-    if every or (first.match == MEANING and spread.z >= STRONG_Z and first.similarity >= HIGH_SIMILARITY):
+    if every or (first.match == MEANING and spread.stands_out(STRONG_MARGIN) and first.similarity >= HIGH_SIMILARITY):
         return MEDIUM
     return LOW

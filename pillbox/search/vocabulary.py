@@ -34,6 +34,9 @@ class Vocabulary:
     # the rows holding one of the words it begins.
     exact: bool = False
     _typos: TypoIndex | None = None
+    # PostgreSQL: the scope's rows and their mean length in words (bm25's statistics, read with the version).
+    rows: int = 0
+    mean_length: float = 0.0
 
     @classmethod
     def of(cls, words: list[str], *, exact: bool = False) -> Vocabulary:
@@ -113,8 +116,10 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
     joins, where, params = target.scope_sql()
     body = f"FROM {target.table} m {joins} WHERE {where}"
     key = (target.alias, target.kind, target.owner_id, target.bottles)
+    # On PostgreSQL the same statement reads the rows' mean length, which the ranking needs (lexical.PgStats).
+    length = ", COALESCE(AVG(m.search_length), 0)" if target.on_postgres else ""
     with connections[target.alias].cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*), MAX(m.seq), MAX(m.updated_at) {body}", params)
+        cursor.execute(f"SELECT COUNT(*), MAX(m.seq), MAX(m.updated_at){length} {body}", params)
         version = tuple(cursor.fetchone())
         cached = _vocabularies.get(key)
         if cached is not None and cached[0] == version:
@@ -124,6 +129,8 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
         for row in cursor.fetchall():
             seen.update(WORD.findall(fold(" ".join(row))))
     words = Vocabulary.of(list(seen))
+    if target.on_postgres:
+        words.rows, words.mean_length = int(version[0]), float(version[3])
     _vocabularies.put(key, (version, words), _vocabulary_bytes(words))
     return words
 

@@ -108,7 +108,7 @@ def test_the_project_scope_writes_only_what_a_team_can_share(places):
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": OTHER}}))
     said = connect("claude-code", "--scope", "project", "--write", "--hooks")
     connect("claude-code", "--scope", "project", "--write", "--hooks")
-    assert "Each teammate runs once" in said and "manage.py launcher" in said
+    assert "each teammate installs it once" in said and "pipx install" in said and "manage.py launcher" in said
     assert git(project, "status", "--porcelain", "--untracked-files=all").split("\n")[:-1] == \
         ["?? .claude/settings.json", "?? .mcp.json"]
     shared = (project / ".mcp.json").read_text() + (project / ".claude" / "settings.json").read_text()

@@ -25,7 +25,7 @@ def rendered() -> dict[str, str]:
 
 
 def test_the_generated_reference_is_current(rendered):
-    assert docs.stale(rendered) == [], "docs/ is stale: run `python manage.py docs --write` and commit the result"
+    assert docs.stale(rendered) == [], "docs/ is stale: run `manage.py docs --write` and commit the result"
 
 
 def test_every_tool_is_documented_with_a_real_example(rendered):
@@ -48,7 +48,7 @@ def test_check_fails_on_a_stale_page_and_write_fixes_it(rendered, tmp_path, monk
     (tmp_path / "tools.md").write_text(rendered["tools.md"].replace("Store a memory entry", "Store a memo"))
     monkeypatch.setattr(docs, "DOCS", tmp_path)
     monkeypatch.setattr(docs, "render_all", lambda: rendered)
-    with pytest.raises(CommandError, match=r"docs/tools.md out of date: run `python manage.py docs --write`"):
+    with pytest.raises(CommandError, match=r"docs/tools.md out of date: run `\.venv/bin/python manage\.py docs"):
         call_command("docs", "--check")
     call_command("docs", "--write")
     assert (tmp_path / "tools.md").read_text() == rendered["tools.md"]

@@ -107,7 +107,7 @@ def test_a_busy_port_stops_up_before_any_banner(tmp_path):
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"CommandError: Port {port} on 127.0.0.1 is already in use "
                                                 "(another `up`?): stop that server, or give another port, e.g. "
-                                                "`manage.py up 127.0.0.1:8101`."]
+                                                "`up 127.0.0.1:8101`."]
     assert not (tmp_path / "home" / "site_url").exists()
 
 

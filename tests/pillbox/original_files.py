@@ -2,7 +2,7 @@
 
     python -m tests.pillbox.original_files DEST [--seed N] [--pills N]
 
-Written from the original's format as the README describes it ("Coming from the original Pillbox"): SQLite files
+Written from the original's format as docs/original.md describes it: SQLite files
 holding ``bottles``, ``prescriptions``, ``pills`` and ``schema_migrations`` (version 1), the global one also
 ``capsules`` and ``registered_bottles``; UUID v7 ids as text, UTC ``datetime('now')`` text times, discarding by
 ``deleted_at``, FTS5 indexes over title, content and compound kept by triggers. DEST gets:

@@ -93,7 +93,7 @@ def test_keys_never_reach_the_server_logs(tmp_path, kind):
     home = tmp_path / "home"
     uid, key = make_key(home, "logged")
     log = tmp_path / f"{kind}.log"
-    # gunicorn only logs requests when asked to; the README's access-log format leaves the query string out.
+    # gunicorn only logs requests when asked to; docs/reliability.md's access-log format leaves the query string out.
     extra = {"GUNICORN_CMD_ARGS": "--access-logfile - --access-logformat '%(h)s %(t)s \"%(m)s %(U)s\" %(s)s %(b)s'"}
     with web_server(home, kind=kind, log=log, **(extra if kind == "gunicorn" else {})) as url:
         with httpx2.Client(timeout=10) as http:

@@ -59,8 +59,8 @@ def _race(site: str, client_id: str, refresh_token: str) -> list[httpx2.Response
 def test_refreshes_racing_with_one_token(tmp_path: Path):
     """RACERS refreshes with one refresh token at once, through gunicorn (2 workers x 4 threads): exactly one
     answers with new tokens, the others ``invalid_grant`` (never a 500), and, since the others are a reuse of a
-    rotated token, the whole family is revoked, the winner's new tokens included (README, "Connect a remote
-    agent"). A refresh alone rotates and keeps the family alive."""
+    rotated token, the whole family is revoked, the winner's new tokens included (docs/connect-by-hand.md,
+    "Connect a remote agent"). A refresh alone rotates and keeps the family alive."""
     home = tmp_path / "home"
     home.mkdir()
     make_key(home, "alice")

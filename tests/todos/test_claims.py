@@ -259,3 +259,54 @@ def test_a_claim_refused_by_a_lease_that_ends_meanwhile_is_tried_again(alice, mo
     monkeypatch.setattr(leases, "_claim_refusal", release_first)
     assert leases.todo_claim(owner=alice.user, key="a", by="second").claimed_by == "second"
     assert released
+
+
+def test_claim_next_takes_only_the_owners_free_todos(alice, bob):
+    """Never a deleted, completed, blocked or held todo, never an umbrella with pending sub-tasks, never another
+    user's; None when nothing is left."""
+    for key, extra in (("gone", {}), ("done", {}), ("root", {}), ("child", {"links": ["root"]}),
+                       ("waits", {"blocked_by": ["child"]}), ("held", {})):
+        services.todo_put(owner=alice.user, key=key, name=key, description="", priority="high", **extra)
+    services.todo_delete(owner=alice.user, key="gone")
+    services.todo_complete(owner=alice.user, key="done")
+    leases.todo_claim(owner=alice.user, key="held", by="other")
+    services.todo_put(owner=bob.user, key="bobs", name="Bob's", description="", priority="high")
+    assert leases.todo_claim_next(owner=alice.user, by="me").key == "child"
+    assert leases.todo_claim_next(owner=alice.user, by="me") is None
+    assert leases.todo_claim_next(owner=bob.user, by="me").key == "bobs"
+    assert leases.todo_claim_next(owner=bob.user, by="me") is None
+    assert selectors.todo_get(owner=alice.user, key="root").claimed_by == ""
+
+
+def test_a_forced_write_ends_the_claim_and_says_whose_it_was(alice):
+    services.todo_put(owner=alice.user, key="a", name="A", description="")
+    held = leases.todo_claim(owner=alice.user, key="a", by="holder")
+    with pytest.raises(Claimed) as refused:
+        services.todo_update(owner=alice.user, key="a", changes={"name": "B"}, holder=leases.Holder())
+    assert held.lease_token not in refused.value.message
+    holder = leases.Holder(held.lease_token)
+    mine = services.todo_update(owner=alice.user, key="a", changes={"name": "B"}, holder=holder)
+    assert mine.claimed_by == "holder" and mine.ended_claim is None
+    forced = services.todo_update(owner=alice.user, key="a", changes={}, holder=leases.Holder(force=True))
+    assert forced.ended_claim == ("holder", held.claimed_until) and forced.claimed_by == ""
+    assert selectors.todo_get(owner=alice.user, key="a").claim_token_hash == ""
+    # A person (holder None) acts whoever holds it, and leaves the claim in place unless the todo is done.
+    again = leases.todo_claim(owner=alice.user, key="a", by="holder")
+    assert services.todo_update(owner=alice.user, key="a", changes={"name": "C"}).claimed_by == "holder"
+    assert services.todo_complete(owner=alice.user, key="a").claimed_by == "" and again.lease_token
+
+
+def test_a_stdio_connection_keeps_its_tokens_and_http_does_not(alice):
+    """The same `by` on the same stdio connection renews and writes without the token; over HTTP it must be given."""
+    for key in ("s", "h"):
+        services.todo_put(owner=alice.user, key=key, name=key, description="")
+    stdio = Caller(user=alice.user, transport="stdio", client_name="agent")
+    assert json.loads(tool(stdio, "claim_todo", id="s").text)["leaseToken"]
+    assert not tool(stdio, "claim_todo", id="s").is_error
+    assert tool(stdio, "claim_todo", id="s", by="someone-else").is_error
+    assert not tool(stdio, "update_todo", id="s", priority="high").is_error
+    http = Caller(user=alice.user, transport="http", client_name="agent")
+    token = json.loads(tool(http, "claim_todo", id="h").text)["leaseToken"]
+    refusal = tool(http, "update_todo", id="h", priority="high").text
+    assert refusal.startswith("Todo h is claimed by agent until") and token not in refusal
+    assert not tool(http, "update_todo", id="h", priority="high", leaseToken=token).is_error

@@ -1,8 +1,8 @@
 """The pages in a real browser: Playwright driving Debian's headless Chromium against the live server.
 
 Each walk does what a person does (click, type, reload) and checks what the page shows and what was stored.
-The screenshots of the README (docs/screenshots/) are written by these tests with UPDATE_SCREENSHOTS=1. Skipped
-when /usr/bin/chromium is missing
+The screenshots of the README and docs/pages.md (docs/screenshots/) are written by these tests with
+UPDATE_SCREENSHOTS=1. Skipped when /usr/bin/chromium is missing
 (.ci/run installs it with apt).
 """
 
@@ -334,6 +334,8 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
     page.wait_for_url(re.compile(r"q=stripe\+webhooks"))
     assert page.locator(".fuzzy-note").count() == 0 and page.locator(".corrections").count() == 0
     assert page.locator("h2 .badge.match").first.inner_text() == "all words"
+    # How sure the first result is: every word matched (medium by words alone, high when meaning agrees).
+    assert page.locator("h2 .badge.confidence").first.inner_text() in ("confidence: medium", "confidence: high")
 
 
 @pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])

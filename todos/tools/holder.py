@@ -41,7 +41,7 @@ HOLDER_FIELDS: dict[str, Any] = {"leaseToken": LEASE_SCHEMA, "force": FORCE_SCHE
 NO_NAME = (
     "by is required here: neither this connection nor its credential tells a name for you; pass by, a short name "
     "for yourself (e.g. claude-code@shop, the same for every claim), or have the user name the API key (account "
-    "page, or manage.py createkey NAME --label L)"
+    "page, or pillbox-todos createkey NAME --label L)"
 )
 
 # One stdio process serves one connection of one user: the lease tokens its claims were answered are kept here, so

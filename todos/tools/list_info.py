@@ -68,7 +68,8 @@ GET_LIST_URL = Tool(
     title="List page URL",
     description="The address of the web page where the user sees and checks off their todos; it opens "
     "without logging in. Give it to the user when they want to see the list in a browser. The text is the "
-    "bare URL.",
+    "bare URL. The page is served by the Pillbox & Todos site at that address and opens only while that site is "
+    "running (on one machine: `pillbox-todos up`); tell the user so.",
     input_schema=NO_INPUT,
     output_schema=URL_SCHEMA,
     handler=get_list_url,

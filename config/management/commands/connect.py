@@ -2,9 +2,10 @@
 command.
 
 Prints (or with --write merges into the client's file, after a backup) the configuration for both servers.
-Personal by default (Claude Code's local scope, the user's file elsewhere): stdio with this checkout's absolute
-paths, or with --http this site's URLs and an API key. ``--scope project`` writes what a team can commit: the
-``pillbox-todos`` launcher by name (or, with --http, the URLs alone, each person signing in with OAuth).
+Personal by default (Claude Code's local scope, the user's file elsewhere): stdio with the command that runs this
+copy (config/installed.py), or with --http this site's URLs and an API key. ``--scope project`` writes what a team
+can commit: the ``pillbox-todos`` command by name (or, with --http, the URLs alone, each person signing in with
+OAuth), and says how each teammate installs it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from base.gitexclude import exclude_from_git
-from config import connect, sites
+from config import connect, installed, sites
 from config.connect import CLIENTS, LAUNCHER, SCOPES, ConnectError
 
 NO_KEY = "<API key>"
@@ -33,7 +34,7 @@ def shown(path: Path, project: Path) -> str:
 
 class Command(BaseCommand):
     help = ("Print, or with --write merge into the client's configuration file (backed up first), the MCP "
-            "configuration for the pillbox and todos servers: stdio (this checkout) or --http (this site).")
+            "configuration for the pillbox and todos servers: stdio (this copy's command) or --http (this site).")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("client", choices=CLIENTS)
@@ -43,10 +44,10 @@ class Command(BaseCommand):
         parser.add_argument("--scope", choices=SCOPES,
                             help="local: Claude Code, this project, only you (its default); user: your file for "
                                  "every project (the others' default); project: the project's shared file, "
-                                 f"naming the {LAUNCHER} launcher each teammate installs once")
+                                 f"naming the {LAUNCHER} command each teammate installs once")
         parser.add_argument("--write", action="store_true", help="merge into the file (other servers are kept)")
         parser.add_argument("--hooks", action="store_true",
-                            help="claude-code: also add a SessionStart hook running `manage.py recall`, so a new "
+                            help="claude-code: also add a SessionStart hook running `recall` (this copy's), so a new "
                                  "session starts with this project's memory")
         parser.add_argument("--user", help="the user the servers act for (default: $PILLBOX_USER, else the login)")
         parser.add_argument("--project", help="the project directory (default: the current directory)")
@@ -193,12 +194,15 @@ class Command(BaseCommand):
             self.stdout.write(f"The SessionStart hook is already in {path}.")
 
     def _launcher(self, home: Path, data_home: str | None, write: bool) -> None:
-        once = f"python <their checkout>/manage.py launcher   (puts {LAUNCHER} in ~/.local/bin)"
-        if write:
+        once = "\n  ".join(installed.teammate_install())
+        if installed.on_path():
+            self.stdout.write(f"{LAUNCHER} on your PATH is this copy's own command ({installed.script()}).")
+        elif write:
             path, changed, saved = connect.install_launcher(home, data_home)
             kept = f" (the file that was there, not ours, is kept as {saved})" if saved else ""
             self.stdout.write(f"{'Installed' if changed else 'Kept'} your launcher {path}{kept}.")
             if not connect.launcher_on_path(home):
                 self.stderr.write(f"warning: {path.parent} is not on your PATH (or another {LAUNCHER} comes "
                                   "first): add it, or the client will not find the servers.")
-        self.stdout.write(f"\nThe project's file names no path of this machine. Each teammate runs once:\n  {once}")
+        self.stdout.write(f"\nThe project's file names no path of this machine, only {LAUNCHER}: each teammate "
+                          f"installs it once, with one of:\n  {once}")

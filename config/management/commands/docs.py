@@ -21,9 +21,12 @@ class Command(BaseCommand):
         group.add_argument("--session", action="store_true", help="(internal) run the example session, print JSON")
 
     def handle(self, *args: object, write: bool, check: bool, session: bool, **options: object) -> None:
-        from config import docs
+        from config import docs, installed
         from mcp_bridge import definitions
 
+        if installed.checkout() is None:
+            raise CommandError("docs regenerates a checkout's docs/ and mcp_bridge/definitions.json: run it from a "
+                               "checkout of the project (an installed package has no docs/ to write).")
         if session:
             self.stdout.write(json.dumps(docs.run_session(), ensure_ascii=False))
             return
@@ -34,7 +37,8 @@ class Command(BaseCommand):
             if not definitions.FILE.is_file() or definitions.FILE.read_text(encoding="utf-8") != tools:
                 outdated.append(DEFINITIONS)
             if outdated:
-                raise CommandError(f"{', '.join(outdated)} out of date: run `python manage.py docs --write`.")
+                raise CommandError(f"{', '.join(outdated)} out of date: run "
+                                   "`.venv/bin/python manage.py docs --write`.")
             self.stdout.write("docs/ is up to date.")
             return
         for name, text in rendered.items():

@@ -1,4 +1,7 @@
-"""`manage.py up [ADDR:PORT]`: the README's one command after installing: migrate, make the first user, serve.
+"""`pillbox-todos up [ADDR:PORT]`: the README's one command after installing: migrate, make the first user, serve.
+
+It is the server for one machine (Django's development server, for the person at it); a site for a team runs
+under granian or gunicorn (the README's Production, docs/deploy.md).
 
 The first user is the operating-system login (or PILLBOX_USER), the same user the stdio servers run as, made
 staff so the person sees in the browser the memory their local agents wrote. Credentials are printed once,
@@ -16,7 +19,6 @@ import os
 import re
 import secrets
 import socket
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,6 +27,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from config import installed
 from config.connect import claude_code_commands, stdio_servers
 from config.sites import default_home, write_site_record
 
@@ -64,7 +67,8 @@ def _same_place(first: str, second: str) -> bool:
 
 class Command(BaseCommand):
     help = ("Migrate the global database, make the local login the first staff user, and run the site on ADDR:PORT "
-            f"(default {DEFAULT_ADDRPORT}), which becomes the site's address unless SITE_URL is set.")
+            f"(default {DEFAULT_ADDRPORT}), which becomes the site's address unless SITE_URL is set. The server "
+            "for one machine; for a team's site see the README's Production.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default=DEFAULT_ADDRPORT, help="PORT or ADDR:PORT to listen on")
@@ -105,7 +109,8 @@ class Command(BaseCommand):
         if shown:
             password = secrets.token_urlsafe(12)
             user.set_password(password)
-            lines.append(f"password: {password}   (shown once; change it with manage.py changepassword {username})")
+            lines.append(f"password: {password}   (shown once; change it with {installed.shown()} changepassword "
+                         f"{username})")
         user.save()
         # What `connect` reads to give the agent's servers the data directory this site serves.
         write_site_record(Path.home(), home=str(settings.PILLBOX_HOME), url=site)
@@ -116,7 +121,7 @@ class Command(BaseCommand):
         lines.append(f"uid: {account_for(user).uid}")
         if not ApiKey.objects.alive().filter(user=user).exists():
             _, key = apikey_create(user=user, name="first key")
-            lines.append(f"key: {key}   (shown once; make more with manage.py createkey {username})")
+            lines.append(f"key: {key}   (shown once; make more with {installed.shown()} createkey {username})")
         lines += ["", *next_steps(site, username, password_shown=shown)]
         self.stdout.write("\n".join(lines))
         if not no_serve:
@@ -141,7 +146,7 @@ def refuse_busy_port(addrport: str) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise CommandError(f"Port {port} on {addr} is already in use (another `up`?): stop that server, "
-                                   "or give another port, e.g. `manage.py up 127.0.0.1:8101`.") from None
+                                   "or give another port, e.g. `up 127.0.0.1:8101`.") from None
             raise CommandError(f"Cannot listen on {addrport}: {exc.strerror}.") from None
 
 
@@ -155,20 +160,24 @@ def data_place() -> str:
 
 
 def next_steps(site: str, username: str, *, password_shown: bool = True) -> list[str]:
-    python, manage = sys.executable, str(Path(settings.BASE_DIR) / "manage.py")
+    run = installed.shown()
     home = str(settings.PILLBOX_HOME)
     servers = stdio_servers(None, None if Path(home) == default_home(Path.home()) else home)
     password = "the password above" if password_shown else "your password"
+    docs = Path(settings.BASE_DIR) / "docs" / "README.md"
+    where = str(docs) if docs.is_file() else "docs/README.md in the project's source"
     return [
         "Next steps:",
         f"  1. Sign in at {site}/accounts/login/ as {username} ({password}; forgot it? "
-        f"{python} {manage} changepassword {username}). Add people with: manage.py adduser NAME",
+        f"{run} changepassword {username}). Add people with: {run} adduser NAME",
         "  2. Connect Claude Code to both servers, with the memory hook, from inside your project:",
-        f"       {python} {manage} connect claude-code --write --hooks",
+        f"       {run} connect claude-code --write --hooks",
         "     which does, for you in that project only (nothing it writes is committed):",
         *(f"       {command}" for command in claude_code_commands(servers, "local")),
-        "       and adds a SessionStart hook (manage.py recall) to .claude/settings.local.json",
+        "       and adds a SessionStart hook (recall) to .claude/settings.local.json",
         "     A file for the whole team: add --scope project. Other clients and HTTP: connect --help",
-        f"  3. Docs: {Path(settings.BASE_DIR) / 'docs' / 'README.md'} (tools, errors, connecting); "
-        f"the REST API at {site}/api/docs/",
+        f"  3. Docs: {where} (tools, errors, connecting); the REST API at {site}/api/docs/",
+        f"  The pages and the links agents hand out (get_list_url) open only while this site runs at {site}.",
+        "  This is the server for one machine (Django's development server); for a team's site, see Production",
+        "  in the README (granian behind a proxy, PostgreSQL, Redis).",
     ]

@@ -105,11 +105,13 @@ def test_recall_the_rest_api_says_when_a_pill_was_found_by_meaning(alice, meanin
     assert meant.status_code == 200, meant.content
     data = meant.json()
     assert data["used_semantic"] is True and data["used_fuzzy"] is False
+    assert data["confidence"] in ("medium", "low") and data["match"] == "meaning"
     assert [hit["id"] for hit in data["results"]] == [target.id.hex[:12]] and data["total"] == 1
 
     # A look-up by the pill's own words: found by words, so not "found by meaning".
     lookup = api.get("/api/pillbox/search/", {"q": "pg_dump archive"}).json()
     assert lookup["used_semantic"] is False and lookup["total"] == 1
+    assert lookup["confidence"] == "high"  # every word, and the model's closest row
     assert [hit["id"] for hit in lookup["results"]] == [target.id.hex[:12]]
 
 
