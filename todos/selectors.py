@@ -128,7 +128,11 @@ class NextTodos:
     held: list[Todo]
 
 
-def _urgency(todo: Todo, now: datetime) -> tuple[bool, int, bool, datetime, datetime, str]:
+# Overdue first, then priority, then soonest deadline (none last), then oldest: smaller is sooner.
+Urgency = tuple[bool, int, bool, datetime, datetime, str]
+
+
+def _urgency(todo: Todo, now: datetime) -> Urgency:
     deadline = todo.deadline_at
     return (
         not (deadline is not None and deadline < now),
@@ -166,14 +170,15 @@ def todo_next_apart(
     """The pending todos nothing open blocks and no pending sub-task waits under, in the order to take them: overdue
     first, then priority, then soonest deadline (none last), then oldest. A sub-task ranks at least as high as the
     umbrella it hangs under, so an umbrella's sub-tasks take its place, in their own order. Todos someone else holds
-    a live claim on are left out unless ``include_claimed``; those ``claimer`` holds come apart, in ``held``."""
+    a live claim on are left out unless ``include_claimed``; those ``claimer`` holds come apart, in ``held`` (all of
+    them, blocked or waiting on sub-tasks too: what it holds is its to finish or hand back)."""
     now = clock.now()
     pending = list(Todo.objects.owned_by(owner).alive().filter(completed_at__isnull=True))
     graph = _graph(owner)
     parent = parents(graph.links)
     umbrellas = {parent[key] for key in graph.open_keys if key in parent}
     own = {todo.key: _urgency(todo, now) for todo in pending}
-    ranks: dict[str, tuple[tuple[bool, int, bool, datetime, datetime, str], ...]] = {}
+    ranks: dict[str, tuple[Urgency, Urgency]] = {}
     for todo in pending:
         chain, step = [own[todo.key]], parent.get(todo.key)
         while step is not None and step in own:
@@ -182,11 +187,9 @@ def todo_next_apart(
         ranks[todo.key] = (min(chain), own[todo.key])
     free, held = [], []
     for todo in _plan(owner, pending, filters, graph=graph):
-        if todo.open_blockers or todo.key in umbrellas:
-            continue
         if todo.claim_live(now) and claimer and todo.claimed_by == claimer:
             held.append(todo)
-        elif include_claimed or not todo.claim_live(now):
+        elif not (todo.open_blockers or todo.key in umbrellas) and (include_claimed or not todo.claim_live(now)):
             free.append(todo)
     free.sort(key=lambda todo: ranks[todo.key])
     held.sort(key=lambda todo: ranks[todo.key])

@@ -202,3 +202,7 @@ async def scenario_next_umbrella_and_held(
     await _ok(second, "complete_todo", id="nh-stock", leaseToken=stock["leaseToken"])
     await _ok(first, "complete_todo", id="nh-sign", leaseToken=sign["leaseToken"])
     assert await next_of(second, second_by) == (["nh-launch", "nh-tidy"], [])
+    # An umbrella the caller holds is still shown as held by it: it is its to finish or hand back.
+    root = (await _ok(first, "claim_todo", id="nh-root", **_by(first_by))).data
+    assert await next_of(first, first_by) == (["nh-launch", "nh-tidy"], ["nh-root", "nh-milk"])
+    await _ok(first, "release_todo", id="nh-root", leaseToken=root["leaseToken"])
