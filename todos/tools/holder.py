@@ -27,7 +27,7 @@ LEASE_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": 100,
-    "pattern": r"^\S+$",
+    "pattern": r"^[A-Za-z0-9_-]+$",  # what leases.todo_claim makes: lease_ and URL-safe base64
     "description": "The leaseToken your claim_todo or claim_next answered: it proves the claim is yours. Not "
     "needed on the same stdio connection that claimed with the same by.",
 }
