@@ -37,37 +37,38 @@ def _old_entry(kind: str, scope: str) -> str:
 
 def sqlite_statements(tables: set[str]) -> list[str]:
     statements = [
-        "CREATE TABLE pillbox_change (id INTEGER PRIMARY KEY AUTOINCREMENT, kind varchar(16) NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS pillbox_change (id INTEGER PRIMARY KEY AUTOINCREMENT, kind varchar(16) NOT NULL, "
         "seq bigint NULL, scope text NULL, words text NULL)",
-        f"CREATE TRIGGER pillbox_change_prune AFTER INSERT ON pillbox_change WHEN new.id % {PRUNE_EVERY} = 0 "
-        f"BEGIN DELETE FROM pillbox_change WHERE id <= new.id - {KEEP}; END",
-        "CREATE TRIGGER pillbox_prescription_change_au AFTER UPDATE OF deleted_at, bottle_id ON pillbox_prescription "
-        "BEGIN INSERT INTO pillbox_change(kind) VALUES ('prescription'); END",
-        "CREATE TRIGGER pillbox_prescription_change_ad AFTER DELETE ON pillbox_prescription "
+        f"CREATE TRIGGER IF NOT EXISTS pillbox_change_prune AFTER INSERT ON pillbox_change "
+        f"WHEN new.id % {PRUNE_EVERY} = 0 BEGIN DELETE FROM pillbox_change WHERE id <= new.id - {KEEP}; END",
+        "CREATE TRIGGER IF NOT EXISTS pillbox_prescription_change_au AFTER UPDATE OF deleted_at, bottle_id "
+        "ON pillbox_prescription BEGIN INSERT INTO pillbox_change(kind) VALUES ('prescription'); END",
+        "CREATE TRIGGER IF NOT EXISTS pillbox_prescription_change_ad AFTER DELETE ON pillbox_prescription "
         "BEGIN INSERT INTO pillbox_change(kind) VALUES ('prescription'); END",
     ]
     for table, kind, scope in ROWS:
         if table not in tables:  # a project's file has no capsules
             continue
         statements += [
-            f"CREATE TRIGGER {table}_change_ai AFTER INSERT ON {table} "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_change_ai AFTER INSERT ON {table} "
             f"BEGIN INSERT INTO pillbox_change(kind, seq) VALUES ('{kind}', new.seq); END",
-            f"CREATE TRIGGER {table}_change_au AFTER UPDATE OF {WATCHED}, {scope} ON {table} "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_change_au AFTER UPDATE OF {WATCHED}, {scope} ON {table} "
             f"BEGIN {_old_entry(kind, scope)} END",
-            f"CREATE TRIGGER {table}_change_ad AFTER DELETE ON {table} BEGIN {_old_entry(kind, scope)} END",
+            f"CREATE TRIGGER IF NOT EXISTS {table}_change_ad AFTER DELETE ON {table} "
+            f"BEGIN {_old_entry(kind, scope)} END",
         ]
     for table, kind, rows, key in VECTORS:
         if table not in tables:
             continue
         for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old")):
             statements.append(
-                f"CREATE TRIGGER {table}_change_{event[0].lower()} AFTER {event} ON {table} BEGIN "
+                f"CREATE TRIGGER IF NOT EXISTS {table}_change_{event[0].lower()} AFTER {event} ON {table} BEGIN "
                 f"INSERT INTO pillbox_change(kind, seq) SELECT '{kind}', seq FROM {rows} WHERE id = {row}.{key}; END")
     return statements
 
 
 POSTGRES_FUNCTIONS = f"""
-CREATE FUNCTION pillbox_change_row() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pillbox_change_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     INSERT INTO pillbox_change(kind, seq) VALUES (TG_ARGV[0], NEW.seq);
@@ -77,7 +78,7 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
-CREATE FUNCTION pillbox_change_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pillbox_change_vector() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   row_id text := CASE WHEN TG_OP = 'DELETE' THEN to_jsonb(OLD) ->> TG_ARGV[2] ELSE to_jsonb(NEW) ->> TG_ARGV[2] END;
 BEGIN
@@ -85,12 +86,12 @@ BEGIN
                  TG_ARGV[0], TG_ARGV[1]) USING row_id;
   RETURN NULL;
 END $$;
-CREATE FUNCTION pillbox_change_scope() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pillbox_change_scope() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO pillbox_change(kind) VALUES ('prescription');
   RETURN NULL;
 END $$;
-CREATE FUNCTION pillbox_change_prune() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pillbox_change_prune() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   DELETE FROM pillbox_change WHERE id <= NEW.id - {KEEP};
   RETURN NULL;
@@ -100,26 +101,27 @@ END $$;
 
 def postgres_statements(tables: set[str]) -> list[str]:
     statements = [
-        "CREATE TABLE pillbox_change (id bigserial PRIMARY KEY, xact xid8 NOT NULL DEFAULT pg_current_xact_id(), "
-        "kind varchar(16) NOT NULL, seq bigint NULL, scope text NULL, words text NULL)",
-        "CREATE INDEX pillbox_change_xact ON pillbox_change (xact)",
+        "CREATE TABLE IF NOT EXISTS pillbox_change (id bigserial PRIMARY KEY, "
+        "xact xid8 NOT NULL DEFAULT pg_current_xact_id(), kind varchar(16) NOT NULL, seq bigint NULL, "
+        "scope text NULL, words text NULL)",
+        "CREATE INDEX IF NOT EXISTS pillbox_change_xact ON pillbox_change (xact)",
         POSTGRES_FUNCTIONS,
-        f"CREATE TRIGGER pillbox_change_prune AFTER INSERT ON pillbox_change FOR EACH ROW "
+        f"CREATE OR REPLACE TRIGGER pillbox_change_prune AFTER INSERT ON pillbox_change FOR EACH ROW "
         f"WHEN (NEW.id % {PRUNE_EVERY} = 0) EXECUTE FUNCTION pillbox_change_prune()",
-        "CREATE TRIGGER pillbox_prescription_change AFTER UPDATE OF deleted_at, bottle_id OR DELETE "
+        "CREATE OR REPLACE TRIGGER pillbox_prescription_change AFTER UPDATE OF deleted_at, bottle_id OR DELETE "
         "ON pillbox_prescription FOR EACH ROW EXECUTE FUNCTION pillbox_change_scope()",
     ]
     for table, kind, scope in ROWS:
         if table not in tables:
             continue
         statements.append(
-            f"CREATE TRIGGER {table}_change AFTER INSERT OR UPDATE OF {WATCHED}, {scope} OR DELETE ON {table} "
-            f"FOR EACH ROW EXECUTE FUNCTION pillbox_change_row('{kind}', '{scope}')")
+            f"CREATE OR REPLACE TRIGGER {table}_change AFTER INSERT OR UPDATE OF {WATCHED}, {scope} OR DELETE "
+            f"ON {table} FOR EACH ROW EXECUTE FUNCTION pillbox_change_row('{kind}', '{scope}')")
     for table, kind, rows, key in VECTORS:
         if table not in tables:
             continue
         statements.append(
-            f"CREATE TRIGGER {table}_change AFTER INSERT OR UPDATE OR DELETE ON {table} "
+            f"CREATE OR REPLACE TRIGGER {table}_change AFTER INSERT OR UPDATE OR DELETE ON {table} "
             f"FOR EACH ROW EXECUTE FUNCTION pillbox_change_vector('{kind}', '{rows}', '{key}')")
     return statements
 
