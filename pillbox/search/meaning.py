@@ -71,14 +71,8 @@ class Vectors:
         self.missing_seqs.update(int(row[0]) for row in rows if row[2] is None)
         needed = self.count + len(kept)
         if self._matrix is None or self._seqs is None or needed > len(self._seqs):
-            capacity = max(needed + needed // 8, 64)
-            matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
-            seqs = np.zeros(capacity, dtype=np.int64)
-            if self._matrix is not None and self._seqs is not None:
-                matrix[:self.count] = self._matrix[:self.count]
-                seqs[:self.count] = self._seqs[:self.count]
-            self._matrix, self._seqs = matrix, seqs
-        if not kept:
+            self.resize(max(needed + needed // 2, 64))
+        if not kept or self._matrix is None or self._seqs is None:
             return
         end = self.count + len(kept)
         block = np.frombuffer(b"".join(bytes(row[2]) for row in kept if row[2] is not None),
@@ -89,6 +83,18 @@ class Vectors:
             self.position[int(row[0])] = at
             self.compounds.append(row[1])
         self.count = end
+
+    def resize(self, capacity: int) -> None:
+        """Room for ``capacity`` rows: grown by half again as rows come (a write adds one row, not a copy of the
+        matrix), trimmed after a full read."""
+        import numpy as np
+
+        matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
+        seqs = np.zeros(capacity, dtype=np.int64)
+        if self._matrix is not None and self._seqs is not None:
+            matrix[:self.count] = self._matrix[:self.count]
+            seqs[:self.count] = self._seqs[:self.count]
+        self._matrix, self._seqs = matrix, seqs
 
     def _drop(self, seq: int) -> None:
         self.missing_seqs.discard(seq)
@@ -112,6 +118,7 @@ VECTOR_CACHE_BYTES = 512 * 1024 * 1024
 _vectors: BoundedLru[tuple[Any, ...], Vectors] = BoundedLru(
     max_items=VECTOR_CACHE_ENTRIES, max_bytes=VECTOR_CACHE_BYTES
 )
+READ_BLOCK = 10_000
 rows_read = 0  # rows of vectors read from the databases by this process (tests count them)
 
 
@@ -127,15 +134,18 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
             cursor.execute(sql, [model_key, *params])
         else:
             cursor.execute(f"{sql} AND m.seq IN ({marks(len(seqs))})", [model_key, *params, *seqs])
-        rows = cursor.fetchall()
-    rows_read += len(rows)
-    vectors.take(rows, seqs or [])
+        vectors.take([], seqs or [])
+        # In blocks: the whole scope's rows at once would hold every vector twice more (bytes, then tuples).
+        while rows := cursor.fetchmany(READ_BLOCK):
+            rows_read += len(rows)
+            vectors.take(rows, [])
 
 
 def _load(target: Target, model_key: str, dimensions: int) -> Vectors:
     with changes.snapshot(target.alias):
         vectors = Vectors(dimensions=dimensions, at=changes.position(target.alias))
         _read(target, model_key, vectors)
+    vectors.resize(vectors.count + vectors.count // 16 + 64)
     return vectors
 
 
