@@ -208,7 +208,7 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
     vectors = vectors_of(target, model.key, query_vector.shape[0])
     if 0 < vectors.missing <= backfill.BATCH:
         # Rows stored a moment ago whose backfill has not run yet: one model run (a few ms) makes them findable.
-        if backfill.catch_up(target.alias, target.kind):
+        if backfill.catch_up(target.alias, target.kind, sorted(vectors.missing_seqs)):
             vectors = vectors_of(target, model.key, query_vector.shape[0])
     if vectors.missing:
         backfill.schedule_backfill(target.alias, target.kind)
