@@ -265,3 +265,35 @@ def test_vectors_of_rows_of_another_model_or_length_are_left_out(alice, meaning)
     assert pills[0].seq not in vectors.position and pills[1].seq in vectors.missing_seqs
     assert vectors.count == len(OTHERS) - 2
     assert np.allclose(np.linalg.norm(vectors.matrix, axis=1), 1.0, atol=1e-2)
+
+
+def test_the_backfill_after_a_write_embeds_the_rows_named_and_no_other(alice, meaning):
+    from pillbox.embeddings import storage
+
+    memory = Memory(alice, "ops")
+    pills = [memory.store(title, content) for title, content in OTHERS]
+    backfill.wait_for_backfills()
+    PillVector.objects.all().delete()
+    named = storage.missing(GLOBAL, "pill", meaning.key, 16, rows=[pills[0].id])
+    assert [str(row[0]).replace("-", "") for row in named] == [pills[0].id.hex]
+    assert [row[1] for row in storage.missing(GLOBAL, "pill", meaning.key, 16, rows=[pills[2].seq])] == [
+        pills[2].title]
+    assert backfill.backfill(GLOBAL, "pill", rows=[pills[1].id]) == 1
+    assert set(PillVector.objects.values_list("pill_id", flat=True)) == {pills[1].id}
+    assert len(storage.missing(GLOBAL, "pill", meaning.key, 16)) == 2  # the scan finds the others
+
+
+def test_outside_a_transaction_a_write_then_a_search_reads_only_that_row(transactional_db, alice, meaning):
+    """The full read and its place in the log are one snapshot (REPEATABLE READ on PostgreSQL), and the store's
+    own backfill runs after its commit, as on a server."""
+    memory = Memory(alice, "ops")
+    for title, content in OTHERS:
+        memory.store(title, content)
+    backfill.wait_for_backfills()
+    by_meaning._vectors.clear()
+    assert read_since(lambda: memory.found(PARAPHRASE_QUERY)) == len(OTHERS)
+    target = memory.store(*PARAPHRASE_TARGET)
+    backfill.wait_for_backfills()
+    found: list[int] = []
+    assert read_since(lambda: found.extend(memory.found(PARAPHRASE_QUERY))) == 1
+    assert found[0] == target.seq
