@@ -81,7 +81,7 @@ def print_size(size: int, rows: dict[str, dict[str, Any]], rounds: int) -> dict[
     print("|---|---|---|---|---|---|")
     labels = {"off": "words only", "shared": "meaning on (one model process)"}
     for mode, row in rows.items():
-        warm = "" if mode == "off" or row["semantic"] else " (meaning never came on)"
+        warm = "" if mode == "off" or row["semantic"] else " (no row shown was found by meaning alone)"
         before, after = row["after_search"], row["after_write"]
         print(f"| {labels[mode]}{warm} | {pct(before, 50):.1f} / {pct(before, 95):.1f} | {pct(after, 50):.1f} / "
               f"{pct(after, 95):.1f} | {pct(after, 95) / pct(before, 95):.2f}x | {pct(row['stores'], 50):.1f} | "

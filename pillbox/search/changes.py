@@ -42,14 +42,29 @@ class Position:
 @contextmanager
 def snapshot(alias: str) -> Iterator[None]:
     """One consistent view of the database for a full read and its ``position``: a write committed between the
-    two would otherwise be both in the rows read and after the position (counted twice)."""
+    two would otherwise be both in the rows read and after the position (counted twice). A read transaction:
+    on SQLite a deferred one (Django's ``atomic`` begins IMMEDIATE there, which would hold other writers off for
+    the length of the read), on PostgreSQL REPEATABLE READ."""
     connection = connections[alias]
-    outermost = not connection.in_atomic_block
-    with transaction.atomic(using=alias):
-        if connection.vendor == "postgresql" and outermost:
+    if connection.in_atomic_block:
+        yield  # already one transaction (a test's, or a caller's): one view
+        return
+    if connection.vendor == "postgresql":
+        with transaction.atomic(using=alias):
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.in_transaction:
         yield
+        return
+    raw.execute("BEGIN DEFERRED")
+    try:
+        yield
+    finally:
+        raw.execute("COMMIT")  # nothing was written: this only ends the read
 
 
 def position(alias: str) -> Position:

@@ -166,20 +166,22 @@ def _refresh(words: Vocabulary, alias: str, kind: str,
     with words.lock:
         if marker is not None and marker == words.marker:
             return True
-        found = changes.since(alias, words.at) if words.at is not None else None
-        if found is None:
-            return False
-        entries, at = found
-        entries = [entry for entry in entries if entry.kind in (kind, "prescription")]
-        first: dict[int, changes.Change] = {}
-        for entry in entries:
-            if entry.seq is not None:
-                first.setdefault(entry.seq, entry)
-        if entries:
-            found_rows = rows(entries, list(first.values()))
-            if found_rows is None:
+        # The log and the rows in one snapshot: a row written between the two would be counted as it is now and
+        # then taken out as it was (the next entry's text).
+        with changes.snapshot(alias):
+            found = changes.since(alias, words.at) if words.at is not None else None
+            if found is None:
                 return False
-            words.update(*found_rows)
+            entries, at = found
+            entries = [entry for entry in entries if entry.kind in (kind, "prescription")]
+            first: dict[int, changes.Change] = {}
+            for entry in entries:
+                if entry.seq is not None:
+                    first.setdefault(entry.seq, entry)
+            found_rows = rows(entries, list(first.values())) if entries else ([], [])
+        if found_rows is None:
+            return False
+        words.update(*found_rows)
         words.at, words.marker = at, marker
         return True
 
