@@ -297,3 +297,28 @@ def test_outside_a_transaction_a_write_then_a_search_reads_only_that_row(transac
     found: list[int] = []
     assert read_since(lambda: found.extend(memory.found(PARAPHRASE_QUERY))) == 1
     assert found[0] == target.seq
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_change_log_migration_goes_back_and_forth(alice):
+    """Backwards: no log and no trigger (a write succeeds, nothing notes it); forwards again: writes are noted."""
+    from importlib import import_module
+
+    from django.apps import apps as django_apps
+    from django.db import connections
+
+    log = import_module("pillbox.migrations.0009_change_log")
+    memory = Memory(alice, "ops")
+    with connections[GLOBAL].schema_editor() as editor:
+        log.backwards(django_apps, editor)
+    memory.store("Written", "while the log was gone.")
+    with connections[GLOBAL].cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM pillbox_pill")
+        assert cursor.fetchone()[0] == 1
+    assert "pillbox_change" not in connections[GLOBAL].introspection.table_names()
+    with connections[GLOBAL].schema_editor() as editor:
+        log.forwards(django_apps, editor)
+    start = changes.position(GLOBAL)
+    stored = memory.store("Noted", "once the log is back.")
+    found = changes.since(GLOBAL, start)
+    assert found is not None and [(entry.kind, entry.seq) for entry in found[0]] == [("pill", stored.seq)]
