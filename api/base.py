@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 from accounts.auth import mcp_caller
 from accounts.caller import Caller
 from accounts.throttle import give_back, take_slot
+from base.invisible import format_class
 from base.jsonbody import SafeJSONParser
 
 UNAUTHORIZED_MESSAGE = "Send Authorization: Bearer <API key>, or ?uid=&key=, or sign in"
@@ -235,10 +236,15 @@ MULTILINE = ("content", "description")
 
 
 def documented(
-    schema: Mapping[str, Any], *, nonblank: Collection[str] = (), patterns: Mapping[str, str] = {}
+    schema: Mapping[str, Any],
+    *,
+    nonblank: Collection[str] = (),
+    visible: Collection[str] = (),
+    patterns: Mapping[str, str] = {},
 ) -> dict[str, Any]:
     """A copy of a JSON schema whose strings say which characters are refused (and, for ``nonblank`` fields, that
-    they need more than whitespace); ``patterns`` replaces a field's pattern (``name[]`` for an array's items)."""
+    they need more than whitespace; for ``visible`` ones, that invisible formatting characters are refused too);
+    ``patterns`` replaces a field's pattern (``name[]`` for an array's items)."""
 
     def string(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         spec = dict(spec)
@@ -252,7 +258,10 @@ def documented(
                 spec["pattern"] = patterns[name]
             elif "pattern" not in spec:
                 lookahead = r"(?=[\s\S]*\S)" if name in nonblank else ""
-                spec["pattern"] = f"^{lookahead}[^{REFUSED_MULTILINE if name in MULTILINE else REFUSED}]*$"
+                refused = REFUSED_MULTILINE if name in MULTILINE else REFUSED
+                if name in visible:
+                    refused += format_class()
+                spec["pattern"] = f"^{lookahead}[^{refused}]*$"
         return spec
 
     copy = dict(schema)

@@ -86,8 +86,6 @@ def our_command(stack: str, workers: int, port: int, threads: int | None = None)
                 "--log-level", "warning", "--no-access-log"]
     words = readme_server_command()
     values = {"--workers": str(workers), "--host": "127.0.0.1", "--port": str(port)}
-    if threads:
-        values["--blocking-threads"] = str(threads)
     return [str(BIN / words[0]), *(values.get(words[n - 1], word) for n, word in enumerate(words) if n)]
 
 
@@ -145,6 +143,8 @@ def measure(a: argparse.Namespace) -> tuple[dict[str, float], dict[str, float], 
         env = server_env(tmp / "home", MCP_USER_RATE_LIMIT="0", MCP_USER_CONCURRENCY="0")
         if a.database_url:
             env["DATABASE_URL"] = a.database_url
+        if a.threads:
+            env["APP_THREADS"] = str(a.threads)  # the README's server: threads per worker (config.asgi.buffered)
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
         made = subprocess.run(
             [PYTHON, "manage.py", "createkey", f"bench-{secrets.token_hex(3)}", "--create"], cwd=REPO, env=env,

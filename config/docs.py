@@ -139,8 +139,9 @@ def collect_examples() -> dict[tuple[str, str], dict[str, Any]]:
     """The session's answers from a scratch process, made stable: ids, uids, times and paths replaced."""
     with tempfile.TemporaryDirectory(prefix="pillbox-docs-") as scratch:
         env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "PILLBOX_ROOT"}}
+        # Search by words: an answer's confidence would otherwise depend on whether the model had loaded yet.
         env.update(PILLBOX_HOME=str(Path(scratch) / ".pillbox"), HOME=scratch, SITE_URL=EXAMPLE_SITE,
-                   PILLBOX_USER="ada")
+                   PILLBOX_USER="ada", EMBEDDINGS="off")
         done = subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "docs", "--session"],
                               env=env, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:

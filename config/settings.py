@@ -269,6 +269,11 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # MCP request bodies are capped at 1 MiB by the MCP views themselves (413); the same bound for forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 MCP_MAX_BODY_BYTES = 1024 * 1024
+# The production server (config.asgi.buffered): a request reaches one of APP_THREADS threads per worker only once
+# its whole body has arrived, within REQUEST_BODY_TIMEOUT seconds (408 past it) and REQUEST_BODY_MAX_BYTES (413).
+APP_THREADS = int(os.environ.get("APP_THREADS") or 2)
+REQUEST_BODY_TIMEOUT = float(os.environ.get("REQUEST_BODY_TIMEOUT") or 10)
+REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024
 # One user cannot hold the MCP endpoints for everyone (mcp_bridge/limits.py): messages per batch, seconds of work
 # one request may take, JSON-RPC requests per user per window (count, seconds), requests in flight per user.
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH") or 20)

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from base.invisible import format_character
 from mcp_bridge.arguments import Problem
 from pillbox import texts
 from pillbox.exceptions import InvalidInput, PillboxError, ValidationFailed
 from pillbox.limits import CONTENT_LIMIT
 
 NONBLANK = ("title", "compound", "name", "display_name", "author_name", "author_email", "content")
+# Ids, names and compounds (a tag): no invisible formatting character may make them read as something else.
+VISIBLE = ("id", "prescription_id", "bottle_id", "name", "display_name", "compound", "author_name", "author_email")
 
 
 def problems_error(tool: str, problems: list[Problem], arguments: dict[str, Any]) -> PillboxError:
@@ -46,9 +49,13 @@ def unknown_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> Pill
                         **{"unknown": ", ".join(repr(name[:64]) for name in unknown[:5]), "accepted": accepted})
 
 
-def blank_problems(values: dict[str, Any]) -> list[Problem]:
-    return [Problem(name, "length", "must not be blank") for name in NONBLANK
-            if isinstance(values.get(name), str) and not values[name].strip()]
+def field_problems(values: dict[str, Any]) -> list[Problem]:
+    """What the schema cannot say: blank text, and invisible formatting characters in ids and names."""
+    blank = [Problem(name, "length", "must not be blank") for name in NONBLANK
+             if isinstance(values.get(name), str) and not values[name].strip()]
+    invisible = [Problem(name, "characters", f"must not contain {found}") for name in VISIBLE
+                 if isinstance(values.get(name), str) and (found := format_character(values[name]))]
+    return blank + invisible
 
 
 def require_change(tool_name: str, changes: dict[str, str]) -> None:

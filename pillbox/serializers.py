@@ -187,8 +187,10 @@ class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
         help_text="How the first result matched the query's meaningful words: all words (as typed), corrected "
         "words (all, some through a typo correction), some words, or meaning (none: found by meaning alone); "
         "null without results or for a listing by compound.")
-    confidence = serializers.ChoiceField(
-        choices=("high", "medium", "low"), allow_null=True,
+    # A plain string (one of high, medium, low): as a choice field its values would be taken for the todos'
+    # priorities (the same three words) in the schema.
+    confidence = serializers.CharField(
+        allow_null=True,
         help_text="How sure the server is that the first result answers the query: high (every word matched and "
         "meaning agrees), medium, or low (a partial or meaning-only match, to be checked); null without results.")
     corrections = CorrectionSerializer(

@@ -14,7 +14,7 @@ from pillbox.embeddings import loader
 from pillbox.exceptions import PillboxError
 from pillbox.global_db import GLOBAL
 from pillbox.input_rules import (
-    blank_problems,
+    field_problems,
     problems_error,
     require_change,
     require_query_or_compound,
@@ -81,7 +81,7 @@ def tool(
     def decorate(function: Callable[..., str]) -> Callable[..., str]:
         def handler(caller: Caller, arguments: dict[str, Any]) -> str:
             values, problems = read_arguments(schema, arguments, multiline=("content",))
-            problems += blank_problems(values)
+            problems += field_problems(values)
             # Hook (original Pillbox import): an import made while answering is said once, in this answer.
             with announcements() as news:
                 try:

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from base.invisible import format_character
 from todos.models import Priority
 
 ID_MAX = 128
@@ -39,7 +40,7 @@ def bad_character(text: str, *, multiline: bool = False, whitespace: bool = True
 def id_problem(value: str, *, field: str = "id") -> str | None:
     if not 1 <= len(value) <= ID_MAX:
         return f"{field} must be 1-{ID_MAX} characters, got {len(value)}"
-    if bad := bad_character(value, whitespace=False):
+    if bad := bad_character(value, whitespace=False) or format_character(value):
         return f"{field} must not contain {bad}"
     return None
 
@@ -53,8 +54,11 @@ def claimer_problem(value: str) -> str | None:
 
 def claimer_name(client_name: str) -> str | None:
     """A client's self-given name (``Claude Code``) as a claimer: whitespace runs become hyphens, control
-    characters go, at most CLAIMER_MAX characters; None when nothing is left."""
-    words = ("".join(char for char in word if not bad_character(char)) for word in client_name.split())
+    characters and invisible formatting ones go, at most CLAIMER_MAX characters; None when nothing is left."""
+    words = (
+        "".join(char for char in word if not (bad_character(char) or format_character(char)))
+        for word in client_name.split()
+    )
     return "-".join(word for word in words if word)[:CLAIMER_MAX] or None
 
 
@@ -95,6 +99,8 @@ def tag_problem(value: str, *, field: str = "tag") -> str | None:
     """The tag as it is stored is ``value.lower()``: people write `Backend`, the list keeps `backend`."""
     if not 1 <= len(value) <= TAG_MAX:
         return f"{field} must be 1-{TAG_MAX} characters, got {len(value)}"
+    if invisible := format_character(value):
+        return f"{field} must not contain {invisible}"
     if not _TAG.fullmatch(value):
         return f"{field} must be {TAG_RULE}"
     return None

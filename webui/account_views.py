@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.devices import devices_revoke
 from accounts.models import ApiKey
 from accounts.services import account_for, apikey_create, apikey_revoke
 from todos.access import link_revoke, live_links
@@ -79,3 +81,13 @@ def link_revoke_view(request: PersonRequest, link_id: int) -> HttpResponse:
         raise Http404("No such live link.")
     messages.success(request, "Link revoked: it no longer opens your list.")
     return HttpResponseRedirect(reverse("account"), status=303)
+
+
+@login_required
+@require_POST
+def sign_out_everywhere(request: PersonRequest) -> HttpResponse:
+    """Every browser that signed in as the user is signed out and must pass the login limits again, this one too."""
+    devices_revoke(user=request.user)
+    logout(request)
+    messages.success(request, "Signed out everywhere: every browser must sign in again.")
+    return HttpResponseRedirect(reverse("login"), status=303)

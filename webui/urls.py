@@ -14,6 +14,7 @@ urlpatterns = [
     path("account/keys/new", account_views.key_create, name="account-key-create"),
     path("account/keys/<int:key_id>/revoke", account_views.key_revoke, name="account-key-revoke"),
     path("account/links/<int:link_id>/revoke", account_views.link_revoke_view, name="account-link-revoke"),
+    path("account/sign-out-everywhere", account_views.sign_out_everywhere, name="account-sign-out-everywhere"),
     path("account/apps/<int:application_id>/revoke", account_views.app_revoke, name="account-app-revoke"),
     # Django's LoginView lands here when no ?next= was given (LOGIN_REDIRECT_URL's default).
     path("accounts/profile/", RedirectView.as_view(pattern_name="account")),

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from api.base import query_parameters, responses
 from pillbox import selectors, services
 from pillbox.api.common import BOTTLE_ID, LIST_INPUT, PillboxView, body_schema, documented_body, paged, read, read_query
-from pillbox.input_rules import NONBLANK
+from pillbox.input_rules import NONBLANK, VISIBLE
 from pillbox.serializers import (
     BottleDetailSerializer,
     BottlePageSerializer,
@@ -68,7 +68,7 @@ class BottlePrescriptionsView(PillboxView):
     @extend_schema(
         operation_id="bottles_prescriptions",
         summary="A bottle's prescriptions, newest first",
-        parameters=[BOTTLE_ID, *query_parameters(LIST_INPUT, nonblank=NONBLANK)],
+        parameters=[BOTTLE_ID, *query_parameters(LIST_INPUT, nonblank=NONBLANK, visible=VISIBLE)],
         responses=responses({200: PrescriptionPageSerializer}, 400, 404),
     )
     def get(self, request: Request, bottle_id: str) -> Response:

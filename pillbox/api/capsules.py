@@ -23,7 +23,7 @@ from pillbox.api.common import (
     read,
     read_query,
 )
-from pillbox.input_rules import NONBLANK, require_change
+from pillbox.input_rules import NONBLANK, VISIBLE, require_change
 from pillbox.serializers import CapsulePageSerializer, CapsuleSerializer
 from pillbox.tools import COMPOUND
 
@@ -39,7 +39,7 @@ class CapsuleListView(PillboxView):
     @extend_schema(
         operation_id="capsules_list",
         summary="Your capsules, newest first",
-        parameters=query_parameters(CAPSULE_LIST_INPUT, nonblank=NONBLANK),
+        parameters=query_parameters(CAPSULE_LIST_INPUT, nonblank=NONBLANK, visible=VISIBLE),
         responses=responses({200: CapsulePageSerializer}, 400),
     )
     def get(self, request: Request) -> Response:

@@ -21,7 +21,7 @@ from pillbox.exceptions import PillboxError
 
 # The tools' own checks: the blank-field rule and the wording of every problem (invalid_input, validation_error,
 # the content-over-limit advice), so the API cannot drift from what agents read.
-from pillbox.input_rules import NONBLANK, blank_problems, problems_error
+from pillbox.input_rules import NONBLANK, VISIBLE, field_problems, problems_error
 from pillbox.serializers import CapsuleSerializer, PillDetailSerializer, PrescriptionSerializer
 from pillbox.tools import TOOLSET
 
@@ -78,14 +78,14 @@ def body_schema(tool: str, *, without: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def documented_body(schema: Mapping[str, Any]) -> Any:
-    return body(schema, nonblank=NONBLANK, patterns={"name": SLUG_PATTERN})
+    return body(schema, nonblank=NONBLANK, visible=VISIBLE, patterns={"name": SLUG_PATTERN})
 
 
 def read(tool: str, schema: Mapping[str, Any], data: Any, *, strict: bool = True) -> dict[str, Any]:
     """The tool's checks and wording; ``strict`` (request bodies) also refuses a field the schema does not name,
     which is usually a misspelt one."""
     values, problems = read_arguments(schema, data, multiline=("content",))
-    problems += blank_problems(values)
+    problems += field_problems(values)
     if strict and isinstance(data, Mapping):
         known = schema.get("properties", {})
         problems += [

@@ -24,7 +24,7 @@ from pillbox.api.common import (
     read,
     read_query,
 )
-from pillbox.input_rules import NONBLANK
+from pillbox.input_rules import NONBLANK, VISIBLE
 from pillbox.serializers import PillDetailSerializer, PillPageSerializer, PrescriptionSerializer
 
 
@@ -54,7 +54,7 @@ class PrescriptionPillsView(PillboxView):
         operation_id="prescriptions_pills",
         summary="A prescription's pills, newest first",
         description="A discarded prescription lists the pills discarded with it.",
-        parameters=[PRESCRIPTION_ID, *query_parameters(LIST_INPUT, nonblank=NONBLANK)],
+        parameters=[PRESCRIPTION_ID, *query_parameters(LIST_INPUT, nonblank=NONBLANK, visible=VISIBLE)],
         responses=responses({200: PillPageSerializer}, 400, 404),
     )
     def get(self, request: Request, prescription_id: str) -> Response:

@@ -13,7 +13,7 @@ from pillbox import selectors
 from pillbox.api.common import ID_PATTERN, PillboxView, read_query
 from pillbox.exceptions import ValidationFailed
 from pillbox.global_db import GLOBAL
-from pillbox.input_rules import NONBLANK
+from pillbox.input_rules import NONBLANK, VISIBLE
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
 from pillbox.serializers import SearchSerializer
@@ -49,7 +49,7 @@ class SearchView(PillboxView):
         "case are ignored, misspelled words are corrected (used_fuzzy is then true, corrections names them), rows "
         "close in meaning join (used_semantic), match says how the first result matched the query, and "
         "confidence (high, medium or low) how sure the server is that it answers it.",
-        parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK),
+        parameters=query_parameters(SEARCH_INPUT, nonblank=NONBLANK, visible=VISIBLE),
         responses=responses({200: SearchSerializer}, 400, 404),
     )
     def get(self, request: Request) -> Response:

@@ -1,4 +1,4 @@
-"""What changed in a database since a cache read it: the entries of its change log (migration 0009) after the
+"""What changed in a database since a cache read it: the entries of its change log (migration 0010) after the
 cache's ``Position``, so that the cache re-reads the rows that changed instead of its whole scope.
 
 A cache takes its position (``position``) in the same snapshot as its full read (``snapshot``), then asks
@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
 
 # Beyond this many entries, re-reading the rows one by one costs more than reading the scope whole.
 MOST_CHANGES = 5_000
+
+
+# The oldest transaction whose entries a reader may not have seen yet: the oldest still running, or the reader's
+# own (a snapshot leaves its own transaction out of the running ones, though it may commit entries later).
+HORIZON = ("SELECT LEAST(pg_snapshot_xmin(pg_current_snapshot()), "
+           "COALESCE(pg_current_xact_id_if_assigned(), pg_snapshot_xmin(pg_current_snapshot())))::text")
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,12 @@ class Position:
     after: int
     horizon: int | None = None
     applied: frozenset[int] = frozenset()
+    # SQLite: the entry ``after`` names (its kind and seq). Its ids come back after a rollback (or in a file
+    # restored from a copy): an entry of that id saying otherwise means the log is not the one this copy read.
+    last: tuple[str, int | None] | None = None
+    # PostgreSQL: the reader's own transaction, when it had written: the copy holds its uncommitted rows, and
+    # is read again if that transaction rolled back.
+    writer: int | None = None
 
 
 @contextmanager
@@ -71,14 +83,17 @@ def position(alias: str) -> Position:
     """The log's current end, for a cache about to read (or having read) its scope in the same ``snapshot``."""
     with connections[alias].cursor() as cursor:
         if connections[alias].vendor != "postgresql":
-            cursor.execute("SELECT COALESCE(MAX(id), 0) FROM pillbox_change")
-            return Position(after=int(cursor.fetchone()[0]))
-        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+            cursor.execute("SELECT id, kind, seq FROM pillbox_change ORDER BY id DESC LIMIT 1")
+            row = cursor.fetchone()
+            return Position(after=0) if row is None else Position(after=int(row[0]), last=(row[1], row[2]))
+        cursor.execute(HORIZON)
         horizon = int(cursor.fetchone()[0])
         cursor.execute("SELECT id FROM pillbox_change WHERE xact >= %s::text::xid8", [str(horizon)])
         applied = frozenset(int(row[0]) for row in cursor.fetchall())
-        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM pillbox_change")
-        return Position(after=int(cursor.fetchone()[0]), horizon=horizon, applied=applied)
+        cursor.execute("SELECT COALESCE(MAX(id), 0), pg_current_xact_id_if_assigned()::text FROM pillbox_change")
+        after, writer = cursor.fetchone()
+        return Position(after=int(after), horizon=horizon, applied=applied,
+                        writer=None if writer is None else int(writer))
 
 
 def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
@@ -86,8 +101,15 @@ def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
     more than ``MOST_CHANGES`` entries after it (read the scope whole)."""
     with connections[alias].cursor() as cursor:
         if at.horizon is None:
-            cursor.execute("SELECT COUNT(*) FROM pillbox_change WHERE id > %s", [at.after])
+            cursor.execute("SELECT kind, seq FROM pillbox_change WHERE id = %s", [at.after])
+            row = cursor.fetchone()
+            if row is not None and tuple(row) != at.last:
+                return None  # not the log this copy read (a rollback, a restored file)
+            cursor.execute("SELECT COUNT(*) FROM pillbox_change WHERE id >= %s", [at.after])
             count = cursor.fetchone()[0]
+            if row is None and at.after and not count:
+                return None  # the log went back past this copy
+            count -= row is not None
             if not count:
                 return [], at
             if count > MOST_CHANGES or _pruned(cursor, at.after):
@@ -95,14 +117,23 @@ def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
             cursor.execute("SELECT id, kind, seq, scope, words FROM pillbox_change WHERE id > %s ORDER BY id",
                            [at.after])
             changes = [Change(*row) for row in cursor.fetchall()]
-            return changes, Position(after=changes[-1].id)
-        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+            last = changes[-1]
+            return changes, Position(after=last.id, last=(last.kind, last.seq))
+        writer = at.writer
+        if writer is not None:
+            cursor.execute("SELECT pg_xact_status(%s::text::xid8)", [str(writer)])
+            status = cursor.fetchone()[0]
+            if status == "aborted":
+                return None  # the copy held rows that never were
+            if status == "committed":
+                writer = None
+        cursor.execute(HORIZON)
         horizon = int(cursor.fetchone()[0])
         cursor.execute("SELECT id FROM pillbox_change WHERE xact >= %s::text::xid8", [str(at.horizon)])
         ids = {int(row[0]) for row in cursor.fetchall()}
         fresh = sorted(ids - at.applied)
         if not fresh:
-            return [], at
+            return [], replace(at, writer=writer)
         if len(fresh) > MOST_CHANGES or _pruned(cursor, at.after):
             return None
         cursor.execute("SELECT id, kind, seq, scope, words FROM pillbox_change WHERE id = ANY(%s) ORDER BY id",
@@ -112,7 +143,7 @@ def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
         # Entries of transactions still running at this read may commit later with smaller ids: the next read
         # starts from the oldest of them, and skips what it already applied.
         applied = frozenset(int(row[0]) for row in cursor.fetchall())
-        return changes, Position(after=max(at.after, fresh[-1]), horizon=horizon, applied=applied)
+        return changes, Position(after=max(at.after, fresh[-1]), horizon=horizon, applied=applied, writer=writer)
 
 
 def _pruned(cursor: CursorWrapper, after: int) -> bool:

@@ -11,6 +11,7 @@ the whole query first.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,12 +46,65 @@ def _tsquery(terms: Iterable[str], expansions: Iterable[str] = (), *,
     return " | ".join([f"{term}:*" for term in terms] + list(expansions))
 
 
-# ts_rank_cd's weights are {D, C, B, A}: content is D, compound B, title A, in the proportions of WEIGHTS.
+# ts_rank_cd's weights are {D, C, B, A}: content is D, compound B, title A, in the proportions of WEIGHTS. For a
+# query of one phrase, ts_rank_cd is the sum of the weights of the phrase's occurrences in the row: the
+# phrase's weighted frequency, in units of the title's weight.
 PG_WEIGHTS = f"{{{round(WEIGHTS[1] / WEIGHTS[0], 3)}, 0, {round(WEIGHTS[2] / WEIGHTS[0], 3)}, 1.0}}"
+# FTS5's bm25 constants (its defaults), so that both backends rank alike.
+BM25_K1 = 1.2
+BM25_B = 0.75
+MIN_IDF = 1e-6
 
 
-def _from(target: Target, terms: list[str], words: list[str],
-          compound: str | None, *, every: dict[str, list[str]] | None = None) -> tuple[str, list[SqlParam], str, str]:
+@dataclass(frozen=True)
+class PgStats:
+    """What bm25 needs on PostgreSQL, counted in the caller's scope: rows, their mean length in words, and how
+    many rows hold each phrase (a typed term as a prefix, then each expansion word)."""
+
+    rows: int
+    mean_length: float
+    holding: tuple[int, ...]
+
+    def idf(self, at: int) -> float:
+        return max(math.log((self.rows - self.holding[at] + 0.5) / (self.holding[at] + 0.5)), MIN_IDF)
+
+
+def _phrases(terms: Iterable[str], expansions: Iterable[str]) -> list[str]:
+    """The OR query's phrases in PostgreSQL's syntax: typed terms as prefixes, expansions as words."""
+    return [f"{term}:*" for term in terms] + list(expansions)
+
+
+def _pg_bm25(phrases: list[str], stats: PgStats) -> tuple[str, str, list[SqlParam]]:
+    """FTS5's bm25 (lower is better) over the rows of a query, on PostgreSQL: a lateral join computing each
+    phrase's weighted frequency in the row once, its parameters, and the expression over them (for each phrase
+    its rarity in the scope times its saturated, length-normalised frequency)."""
+    columns = ", ".join(f"{WEIGHTS[0]} * ts_rank_cd('{PG_WEIGHTS}', m.search_vector, to_tsquery('simple', %s)) "
+                        f"AS f{at}" for at in range(len(phrases)))
+    norm = f"{BM25_K1} * ({1 - BM25_B} + {BM25_B} * m.search_length / {max(stats.mean_length, 1.0)!r})"
+    parts = [f"{stats.idf(at)!r} * fr.f{at} * {BM25_K1 + 1} / (fr.f{at} + {norm})" for at in range(len(phrases))]
+    return f"CROSS JOIN LATERAL (SELECT {columns}) fr", "-(" + " + ".join(parts) + ")", list(phrases)
+
+
+def pg_stats(cursor: CursorWrapper, target: Target, phrases: list[str], compound: str | None,
+             vocabulary: Vocabulary) -> tuple[PgStats, int]:
+    """The scope's bm25 statistics (its rows and mean length come with its vocabulary) and how many rows match
+    any phrase and each one, in one statement by the full-text index."""
+    joins, where, params = target.scope_sql()
+    rows, mean = vocabulary.rows, vocabulary.mean_length
+    if compound is not None:
+        where += " AND m.compound = %s"
+        params = [*params, compound]
+    counts = ", ".join("COUNT(*) FILTER (WHERE m.search_vector @@ to_tsquery('simple', %s))" for _ in phrases)
+    cursor.execute(f"SELECT COUNT(*), {counts} FROM {target.table} m {joins} "
+                   f"WHERE m.search_vector @@ to_tsquery('simple', %s) AND {where}",
+                   [*phrases, " | ".join(phrases), *params])
+    total, *holding = cursor.fetchone()
+    return PgStats(int(rows), float(mean), tuple(int(n) for n in holding)), int(total)
+
+
+def _from(target: Target, terms: list[str], words: list[str], compound: str | None, *,
+          every: dict[str, list[str]] | None = None, stats: PgStats | None = None,
+          ) -> tuple[str, list[SqlParam], str, str]:
     """FROM and WHERE of the caller's rows matching the terms (or their expansions; with ``every``, all the
     terms), their parameters, the row key column, and a relevance expression where lower is better."""
     joins, where, params = target.scope_sql()
@@ -60,8 +114,12 @@ def _from(target: Target, terms: list[str], words: list[str],
     if target.on_postgres:
         body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
                 f"WHERE m.search_vector @@ q AND {where}")
-        return (body, [_tsquery(terms, words, every=every), *params], "m.seq",
-                f"-ts_rank_cd('{PG_WEIGHTS}', m.search_vector, q)")
+        if stats is None:  # counting only
+            return body, [_tsquery(terms, words, every=every), *params], "m.seq", "0"
+        lateral, relevance, frequency_params = _pg_bm25(_phrases(terms, words), stats)
+        body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q {lateral} "
+                f"WHERE m.search_vector @@ q AND {where}")
+        return body, [_tsquery(terms, words, every=every), *frequency_params, *params], "m.seq", relevance
     fts = target.fts
     # The caller's own words only (tagged with their scopes in the global database): others' rows are never
     # read, ranked nor joined.
@@ -112,18 +170,18 @@ def lexical_pass(target: Target, terms: list[str], expansions: dict[str, list[st
     words = sorted({word for found in expansions.values() for word in found})
     wanted = max(CANDIDATES, limit)
     with connections[target.alias].cursor() as cursor:
-        total = _count(cursor, target, terms, words, compound, vocabulary)
+        stats = None
+        if target.on_postgres:
+            stats, total = pg_stats(cursor, target, _phrases(terms, words), compound, vocabulary)
+        else:
+            total = _count(cursor, target, terms, words, compound, vocabulary)
         candidates: list[tuple[int, float]] = []
         if total > RANK_ALL_UP_TO and len(terms) > 1:
-            body, params, key, relevance = _from(target, terms, words, compound, every=expansions)
-            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
-                           [*params, wanted])
-            candidates = cursor.fetchall()
+            body, params, key, relevance = _from(target, terms, words, compound, every=expansions, stats=stats)
+            candidates = _ranked(cursor, key, relevance, body, params, wanted)
         if total and len(candidates) < limit:
-            body, params, key, relevance = _from(target, terms, words, compound)
-            cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
-                           [*params, wanted])
-            candidates = cursor.fetchall()
+            body, params, key, relevance = _from(target, terms, words, compound, stats=stats)
+            candidates = _ranked(cursor, key, relevance, body, params, wanted)
     if not candidates:
         return [], total, {}
     rows = fetch_rows(target, [seq for seq, _ in candidates])
@@ -140,6 +198,14 @@ def lexical_pass(target: Target, terms: list[str], expansions: dict[str, list[st
         closeness = min(max(bm25 / best, 0.0), 1.0) if bm25 is not None else 1.0
         out.append(Candidate(seq, covered, closeness, expanded))
     return out, total, rows
+
+
+def _ranked(cursor: CursorWrapper, key: str, relevance: str, body: str, params: list[SqlParam],
+            wanted: int) -> list[tuple[int, float]]:
+    """The best ``wanted`` rows by relevance, ties broken by the newest (the same order on both backends)."""
+    cursor.execute(f"SELECT {key}, {relevance} AS score {body} ORDER BY score, {key} DESC LIMIT %s",
+                   [*params, wanted])
+    return [(int(seq), float(score)) for seq, score in cursor.fetchall()]
 
 
 def _count(cursor: CursorWrapper, target: Target, terms: list[str], words: list[str], compound: str | None,

@@ -131,7 +131,8 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
            f"ON v.{kind.key} = m.id AND v.model = %s WHERE {where}")
     with connections[target.alias].cursor() as cursor:
         if seqs is None:
-            cursor.execute(sql, [model_key, *params])
+            # In a stable order, so that rows of equal cosine rank alike whenever the vectors were written.
+            cursor.execute(f"{sql} ORDER BY m.seq", [model_key, *params])
         else:
             cursor.execute(f"{sql} AND m.seq IN ({marks(len(seqs))})", [model_key, *params, *seqs])
         vectors.take([], seqs or [])
@@ -236,7 +237,7 @@ def _closest(vectors: Vectors, query_vector: np.ndarray, compound: str | None, l
     seen = {candidate.seq for candidate in lexical}
     count = min(SEMANTIC_CANDIDATES + len(seen), len(similarity))
     top = np.argpartition(-similarity, count - 1)[:count]
-    top = top[np.argsort(-similarity[top])]
+    top = top[np.lexsort((-vectors.seqs[top], -similarity[top]))]  # ties: the newest first, as the words' order
     out: list[Candidate] = []
     for at in top:
         value = float(similarity[at])

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 from rapidfuzz import process
@@ -22,6 +22,9 @@ from pillbox.search.budget import Budget
 from pillbox.search.targets import Target, marks
 from pillbox.search.typos import MAX_LEN_DIFF, TYPO_PREFIX, TypoIndex, language_words, plausible
 from pillbox.tokens import TAG_LENGTH, WORD, fold
+
+if TYPE_CHECKING:
+    from pillbox.search.targets import SqlParam
 
 MIN_FUZZY_TERM = 4
 TYPO_SHARED_START = 2
@@ -41,6 +44,9 @@ class Vocabulary:
     at: changes.Position | None = None  # where in the change log this copy is
     marker: tuple[object, ...] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # PostgreSQL: the scope's rows and their mean length in words (bm25's statistics, read at every search).
+    rows: int = 0
+    mean_length: float = 0.0
 
     @classmethod
     def of(cls, counts: dict[str, int], *, exact: bool = False) -> Vocabulary:
@@ -209,7 +215,7 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
 
     cached = _vocabularies.get(key)
     if cached is not None and _refresh(cached, target.alias, target.kind, rows):
-        return cached
+        return _with_statistics(target, body, params, cached)
     counts: dict[str, int] = {}
     with changes.snapshot(target.alias), connections[target.alias].cursor() as cursor:
         at = changes.position(target.alias)
@@ -220,6 +226,17 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
     words = Vocabulary.of(counts)
     words.at = at
     _vocabularies.put(key, words, _vocabulary_bytes(words))
+    return _with_statistics(target, body, params, words)
+
+
+def _with_statistics(target: Target, body: str, params: list[SqlParam], words: Vocabulary) -> Vocabulary:
+    """On PostgreSQL, the scope's rows and their mean length, which the ranking needs (``lexical.PgStats``):
+    read at every search, as the rows' text is (bm25 there reads the scope's rows)."""
+    if target.on_postgres:
+        with connections[target.alias].cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*), COALESCE(AVG(m.search_length), 0) {body}", params)
+            rows, mean = cursor.fetchone()
+        words.rows, words.mean_length = int(rows), float(mean)
     return words
 
 

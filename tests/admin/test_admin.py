@@ -8,20 +8,23 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import Account, ApiKey
+from accounts.devices import password_stamp
+from accounts.models import Account, ApiKey, LoginDevice
 from pillbox import services as pillbox_services
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
 from tests.api.conftest import make_memory, reach_of
 from todos import services as todo_services
 from todos.models import Todo
 
-MODELS = [Account, ApiKey, Todo, Bottle, Prescription, Pill, Capsule, Registration]
+MODELS = [Account, ApiKey, LoginDevice, Todo, Bottle, Prescription, Pill, Capsule, Registration]
 
 
 @pytest.fixture
 def world(alice, bob):
     memory = make_memory(alice)
     make_memory(bob, "bobs")
+    LoginDevice.objects.create(user=alice.user, token_hash="0" * 64, password_stamp=password_stamp(alice.user),
+                               address="192.0.2.1", user_agent="Firefox")
     todo_services.todo_put(owner=alice.user, key="buy-milk", name="Buy milk", description="")
     todo_services.todo_put(owner=alice.user, key="old", name="Old", description="")
     todo_services.todo_delete(owner=alice.user, key="old")

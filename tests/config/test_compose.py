@@ -116,7 +116,7 @@ def test_every_app_container_has_the_readmes_production_environment(compose, pro
 def test_the_pool_fits_the_threads_and_postgres(compose):
     for name in APP_SERVERS:
         service = compose["services"][name]
-        threads = int(service["command"][service["command"].index("--blocking-threads") + 1])
+        threads = int(service["environment"]["APP_THREADS"])
         workers = int(service["command"][service["command"].index("--workers") + 1])
         pool = int(service["environment"]["DATABASE_POOL_MAX_SIZE"])
         assert pool >= threads
@@ -136,6 +136,13 @@ def test_the_proxy_sends_both_servers_the_forwarded_headers_and_checks_readiness
     assert "X-Forwarded-Proto https" in text and "Host {$SITE_HOST" in text
     assert {"80:80", "443:443"} <= set(proxy["ports"])
     assert set(proxy["depends_on"]) == set(APP_SERVERS)
+
+
+def test_the_proxy_reads_bodies_whole_under_a_deadline_before_passing_them_on(compose):
+    text = (ROOT / "deploy" / "Caddyfile").read_text()
+    assert re.search(r"^\s*request_buffers unlimited$", text, re.M)
+    assert re.search(r"^\s*max_size \d+MB$", text, re.M)
+    assert re.search(r"^\s*read_body \d+s$", text, re.M)
 
 
 def test_the_deployment_guide_covers_what_it_must():

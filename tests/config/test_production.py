@@ -103,11 +103,8 @@ def _readme_server_command() -> list[str]:
     return words
 
 
-def test_the_readmes_production_server_serves_the_mcp_endpoints(tmp_path):
-    env = _env(tmp_path, DJANGO_DEBUG="false", ALLOWED_HOSTS="127.0.0.1", SITE_URL="http://127.0.0.1")
-    made = subprocess.run([sys.executable, "manage.py", "createkey", "prod", "--create"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=True).stdout
-    key = made.split("key: ")[1].strip()
+def start_readme_server(env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """The README's production server on a free loopback port, once it answers."""
     port = _free_port()
     words = _readme_server_command()
     values = {"--host": "127.0.0.1", "--port": str(port)}
@@ -117,7 +114,19 @@ def test_the_readmes_production_server_serves_the_mcp_endpoints(tmp_path):
                               text=True)
     try:
         _wait_until_up(f"http://127.0.0.1:{port}/healthz", server, time.monotonic() + 30)
+    except BaseException:
+        server.terminate()
+        raise
+    return server, port
 
+
+def test_the_readmes_production_server_serves_the_mcp_endpoints(tmp_path):
+    env = _env(tmp_path, DJANGO_DEBUG="false", ALLOWED_HOSTS="127.0.0.1", SITE_URL="http://127.0.0.1")
+    made = subprocess.run([sys.executable, "manage.py", "createkey", "prod", "--create"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True).stdout
+    key = made.split("key: ")[1].strip()
+    server, port = start_readme_server(env)
+    try:
         async def scenario():
             async with http_client(f"http://127.0.0.1:{port}/pillbox/mcp", key=key) as client:
                 made = await client.call_tool("bottle_create", {"name": "prod", "display_name": "Prod",

@@ -9,6 +9,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 
 from api.base import REFUSED, query_parameters
+from base.invisible import format_class
 from todos import rules
 from todos.planning import DUE_WORDS
 from todos.tools.claims import CLAIM_INPUT, RELEASE_INPUT
@@ -44,8 +45,8 @@ REPLACE_INPUT: dict[str, Any] = {
     "properties": {name: spec for name, spec in PUT_INPUT["properties"].items() if name != "id"},
     "required": [name for name in PUT_INPUT["required"] if name != "id"],
 }
-# What rules.id_problem accepts: no whitespace, no control characters.
-ID_PATTERN = rf"^[^\s{REFUSED}]+$"
+# What rules.id_problem accepts: no whitespace, no control or invisible formatting characters.
+ID_PATTERN = rf"^[^\s{REFUSED}{format_class()}]+$"
 TAG_PATTERN = rf"^{rules.TAG_PATTERN}$"
 ID_PATTERNS = {"id": ID_PATTERN, "links[]": ID_PATTERN, "blockedBy[]": ID_PATTERN, "tags[]": TAG_PATTERN}
 INSTANT_DOC = {

@@ -159,6 +159,6 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("pillbox", "0008_fts_scoped_words")]
+    dependencies = [("pillbox", "0009_postgres_words_and_lengths")]
 
     operations = [migrations.RunPython(forwards, backwards, hints={"model_name": "pill"})]
