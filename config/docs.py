@@ -69,6 +69,8 @@ SESSION: list[Step] = [
     ("todos", "next_todos", {"view": "compact", "by": "claude-code@inventory"}, None),
     ("todos", "update_todo", {"id": "pay-rent", "priority": "high", "deadlineAt": "2030-02-01"}, None),
     ("todos", "release_todo", {"id": "buy-milk", "by": "claude-code@inventory"}, None),
+    ("todos", "claim_next", {"by": "claude-code@inventory", "tag": "home"}, None),
+    ("todos", "claim_next", {"by": "claude-code@inventory"}, None),
     ("todos", "list_todos", {"tag": "home", "view": "compact"}, None),
     ("todos", "complete_todo", {"id": "buy-milk"}, None),
     ("todos", "reopen_todo", {"id": "buy-milk"}, None),
@@ -86,13 +88,18 @@ PILLBOX_ERRORS: dict[str, tuple[str, ...]] = {
     "bottle_vinculate": ("db_not_found", "no_bottle_in_db", "circular_link", "already_exists"),
 }
 ID_ARGUMENTS = ("id", "prescription_id", "bottle_id")
+HELD = ("`Todo <id> is claimed by <holder> until <time>; only its holder changes it …` while another agent holds "
+        "it (unless force: true)")
 TODOS_ERRORS: dict[str, tuple[str, ...]] = {
-    "put_todo": ("`Todo limit reached: …` when the plan's limit of todos is reached",),
+    "put_todo": ("`Todo limit reached: …` when the plan's limit of todos is reached",
+                 "`Todo <id> is claimed by <holder> until <time>; only its holder changes it …` when it replaces a "
+                 "todo another agent holds (unless force: true)"),
     "get_todo": ("`Todo not found`",),
-    "complete_todo": ("`Todo not found`",),
-    "reopen_todo": ("`Todo not found`",),
-    "delete_todo": ("`Todo not found`",),
-    "update_todo": ("`Todo not found`",),
+    "complete_todo": ("`Todo not found`", HELD),
+    "reopen_todo": ("`Todo not found`", HELD),
+    "delete_todo": ("`Todo not found`", HELD),
+    "update_todo": ("`Todo not found`", HELD),
+    "claim_next": ("`Other agents claimed every free todo this call tried; call claim_next again` (rare)",),
     "claim_todo": (
         "`Todo not found`",
         "`Todo <id> is claimed by <holder> until <time>; …` while someone else's claim runs",
@@ -158,6 +165,7 @@ class Stabiliser:
     UID = re.compile(r'("uid":")([0-9a-f]{20})(")')
     INSTANT = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
     LINK = re.compile(r"(/list\?t=)[^\s\"]+")
+    LEASE = re.compile(r"\blease_[A-Za-z0-9_-]+")
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
@@ -168,6 +176,8 @@ class Stabiliser:
         return self.ids.setdefault(value, f"019a2b3c{len(self.ids) + 1:04x}")
 
     def text(self, value: str) -> str:
+        # A lease token first: its random characters may hold a run that reads as an id.
+        value = self.LEASE.sub("lease_<shown once>", value)
         value = self.UID.sub(r"\g<1>5f0c2a9e41d7b3c86e12\g<3>", value)
         value = self.ID.sub(self._id, value)
         value = self.LINK.sub(r"\g<1><signed link>", value)

@@ -294,6 +294,10 @@ PILLBOX_QUOTAS = {
 # The most bytes the original Pillbox's tables in one of its files may take to be imported
 # (pillbox/original/judge.py); 0 turns it off.
 PILLBOX_IMPORT_MAX_BYTES = int(os.environ.get("PILLBOX_IMPORT_MAX_BYTES") or 256 * 1024 * 1024)
+# The longest one statement on a project's .pillbox/pillbox.db may run (pillbox/deadlines.py), and the longest the
+# session-start hook (manage.py recall) reads before it gives up, saying so.
+PILLBOX_READ_SECONDS = float(os.environ.get("PILLBOX_READ_SECONDS") or 10)
+PILLBOX_RECALL_SECONDS = float(os.environ.get("PILLBOX_RECALL_SECONDS") or 10)
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

@@ -23,7 +23,8 @@ from pillbox import ids
 from pillbox.databases import change_marker, find_local_db, open_local, schema_ready
 from pillbox.exceptions import AmbiguousId, IncompatibleDb, NotFound, ValidationFailed, WrongKind
 from pillbox.global_db import GLOBAL
-from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.models import Bottle, Capsule, OwnedFile, Pill, Prescription, Registration
+from pillbox.origin import Foreign, Ledger, mark
 from pillbox.original.files import ImportFailed
 from pillbox.original.home import import_home
 from pillbox.original.news import announce_failure
@@ -46,6 +47,11 @@ class Reach:
     # The local database found from the working directory when this Pillbox cannot read it: the global tools
     # work without it, and a record not found elsewhere is answered with this error (it may be in that file).
     unreadable: IncompatibleDb | None = None
+    # The local database found from the working directory when it is not the user's own (pillbox.origin): it is
+    # neither read nor registered, and the session-start hook says only that it is there.
+    foreign: Foreign | None = None
+    # The user's record of the working directory's database: whether it was made here or adopted.
+    owned: OwnedFile | None = None
 
     @property
     def is_staff(self) -> bool:
@@ -69,6 +75,8 @@ def hides_server_paths(caller: Caller) -> bool:
 
 
 def register(*, user: User, bottle: Bottle, db_path: Path | None) -> tuple[Registration, bool]:
+    # Where the file really is, not the directory a copied or crafted bottle row claims.
+    directory = str(db_path.resolve().parent.parent) if db_path else bottle.directory
     try:
         with transaction.atomic(using=GLOBAL):
             return Registration.objects.get_or_create(
@@ -78,7 +86,7 @@ def register(*, user: User, bottle: Bottle, db_path: Path | None) -> tuple[Regis
                     "name": bottle.name,
                     "display_name": bottle.display_name,
                     "scope": bottle.scope,
-                    "directory": bottle.directory,
+                    "directory": directory,
                     "db_path": str(db_path) if db_path else "",
                 },
             )
@@ -97,14 +105,21 @@ def relink(registration: Registration, path: Path) -> None:
     registration.save(update_fields=["db_path", "directory"])
 
 
-def registration_alias(registration: Registration) -> str | None:
-    """The alias of a registered bottle's database, or None when its file is gone (unlinked)."""
+def registration_alias(registration: Registration, ledger: Ledger | None = None) -> str | None:
+    """The alias of a registered bottle's database, or None when its file is gone (unlinked) or is not the user's
+    own (``ledger``: a file of a clone, a copy, a stranger's put where theirs was: pillbox.origin)."""
     if registration.scope == Bottle.SCOPE_GLOBAL:
         return GLOBAL
     path = Path(registration.db_path)
     if not path.is_file():
         return None
-    return open_local(path)
+    record = ledger.owned(path) if ledger is not None else None
+    if ledger is not None and record is None:
+        return None
+    alias = open_local(path)
+    if record is not None:
+        mark(record, alias)
+    return alias
 
 
 def reach_for(caller: Caller) -> Reach:
@@ -112,14 +127,21 @@ def reach_for(caller: Caller) -> Reach:
         # Hook (original Pillbox import): the home's original global file becomes this user's, once.
         import_home(caller.user)
     local = find_local_db(caller.workdir)
-    current, unreadable = GLOBAL, None
+    current, unreadable, foreign, owned = GLOBAL, None, None, None
+    ledger = Ledger(caller.user)
     if local is not None:
         try:
-            current = open_local(local)
+            owned = ledger.owned(local)
+            if owned is None:
+                foreign, local = ledger.foreign(local), None
+            else:
+                current = open_local(local)
+                mark(owned, current)
         except IncompatibleDb as exc:
             # A file this Pillbox cannot read must not take capsules, global bottles and bottle_list down with it.
             local, unreadable = None, exc
-    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local, unreadable=unreadable)
+    reach = Reach(user=caller.user, caller=caller, current=current, current_path=local, unreadable=unreadable,
+                  foreign=foreign, owned=owned)
     reach.dbs[current] = set()
     registrations = _read(Registration, GLOBAL, caller.user.pk,
                           lambda: Registration.objects.filter(user=caller.user).order_by("name", "id"))
@@ -128,7 +150,8 @@ def reach_for(caller: Caller) -> Reach:
     reach.registrations = registrations
     for registration in registrations:
         try:
-            alias = registration_alias(registration)
+            alias = current if local is not None and registration.db_path == str(local) else \
+                registration_alias(registration, ledger)
         except IncompatibleDb as exc:  # a newer Pillbox wrote that file: leave it alone, the others still work
             if isinstance(exc, ImportFailed):
                 announce_failure(exc)
@@ -256,8 +279,16 @@ def locate(reach: Reach, model: type[Record], raw_id: str, *, noun: str, field: 
                             **{field: raw_id.strip(), "kind": kind})
         if reach.unreadable is not None:
             raise reach.unreadable
-        raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}.", **{field: raw_id.strip()})
+        raise NotFound(f"No {noun} has the id {raw_id.strip()}{hint}{untrusted_note(reach)}.",
+                       **{field: raw_id.strip()})
     return found[0]
+
+
+def untrusted_note(reach: Reach) -> str:
+    if reach.foreign is None:
+        return ""
+    return ("; the working directory's memory was not looked in: your Pillbox did not make it here and you have not "
+            "adopted it (bottle_vinculate adopts it, once the person you work for has looked at it)")
 
 
 # Which tool reads each kind of record, for an agent that passed one kind's id where another was expected.
@@ -289,12 +320,21 @@ def _bottle_named(reach: Reach, raw: str, field: str) -> tuple[Bottle, str] | No
     registration = next((entry for entry in reach.registrations if entry.name == name), None)
     if registration is None:
         return None
-    alias = registration_alias(registration)
+    # Only a database this call may read (the user's own: reach_for judged each one).
+    alias = next((alias for alias, bottles in reach.dbs.items() if registration.bottle_id in bottles), None)
     bottle = Bottle.objects.using(alias).filter(pk=registration.bottle_id).first() if alias else None
     if alias is None or bottle is None:
-        raise NotFound(f"The bottle {name} is unlinked: its database is no longer at {registration.db_path}.",
-                       **{field: name})
+        why = (f"is unlinked: its database is no longer at {registration.db_path}" if not is_file(registration.db_path)
+               else "is not read: its database is not one your Pillbox made here or you adopted, or it was refused")
+        raise NotFound(f"The bottle {name} {why}.", **{field: name})
     return bottle, alias
+
+
+def is_file(path: str) -> bool:
+    try:
+        return bool(path) and Path(path).is_file()
+    except OSError:
+        return False
 
 
 def locate_capsule(reach: Reach, raw_id: str, *, hint: str = "", discarded: bool = False) -> Capsule:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from pillbox import ids
+from pillbox import ids, origin
 from pillbox.access import Reach, locate, locate_capsule
 from pillbox.databases import db_file, has_schema, open_local
 from pillbox.exceptions import DbNotFound, NoBottleInDb, NotFound, PrescriptionRequired, ValidationFailed
@@ -93,6 +93,8 @@ def registration_repair(*, user: User, registration_id: int, directory: str) -> 
     alias = open_local(path)
     if not Bottle.objects.using(alias).filter(pk=registration.bottle_id).exists():
         raise NoBottleInDb("That database holds another bottle, not this one.", db_path=str(path))
+    # A person pointed at this file: it is theirs from now on (adopted, when their Pillbox did not make it here).
+    origin.adopt(user=user, path=path, alias=alias, claimed_directory=registration.directory)
     registration.db_path, registration.directory = str(path), str(target)
     registration.save(update_fields=["db_path", "directory"])
     return registration

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import stat
 import sys
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,10 @@ from django.db import connections
 
 from base.bootstrap import file_lock
 from base.private import private_db_file, private_dir
+from pillbox import deadlines
 from pillbox.exceptions import IncompatibleDb
 from pillbox.global_db import global_db_file, resolved_once
+from pillbox.judge import judge_file
 from pillbox.original.local import import_local, local_snapshot
 from pillbox.original.recognise import is_global_original
 from pillbox.routers import LOCAL_ALIAS_PREFIX
@@ -150,10 +153,13 @@ def _sqlite_settings(path: Path) -> dict[str, Any]:
 
 def applied_migrations(path: Path) -> set[str] | None:
     """Names of the pillbox migrations recorded in the file, or None when it has no schema at all."""
+    judge_file(path)
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as conn:
+        with closing(deadlines.read_only(path)) as conn:
             rows = conn.execute("SELECT name FROM django_migrations WHERE app = 'pillbox'").fetchall()
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        if deadlines.interrupted(exc):
+            raise deadlines.stopped(str(path)) from None
         return None
     return {name for (name,) in rows}
 
@@ -171,7 +177,8 @@ def open_local(path: Path, *, create: bool = False) -> str:
     """The alias of the local database at ``path``, brought up to the current schema.
 
     A file written by a newer schema is refused rather than touched; an older one is migrated forward
-    (migrations only add), so opening an existing file never loses data.
+    (migrations only add), so opening an existing file never loses data. A file holding what this Pillbox never
+    writes (a view, a trigger, a computed column) is refused before any of its rows is read (pillbox.judge).
     """
     alias = alias_for(path)
     if alias in _schema_checked:

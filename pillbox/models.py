@@ -193,3 +193,40 @@ class OriginalImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} imported {self.imported_at:%Y-%m-%d %H:%M}"
+
+
+class FileMark(models.Model):
+    """The mark a project database gets from the Pillbox that makes it (or first upgrades it): a random token kept
+    in the file itself. It proves nothing alone (a committed file's mark is public); with the file's real path,
+    recorded in the user's global database (``OwnedFile``), it tells the user's own file from a copy or a
+    stranger's."""
+
+    token = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.token
+
+
+class OwnedFile(models.Model):
+    """A project database this user's Pillbox made on this machine, or that the user adopted; any other is foreign
+    (pillbox.origin): not registered, searched or read by the session-start hook until adopted."""
+
+    MADE = "made"
+    ADOPTED = "adopted"
+    UPGRADED = "upgraded"  # in the user's registry when this rule came in: taken as the user's own
+    ORIGINS = [(MADE, "made here"), (ADOPTED, "adopted"), (UPGRADED, "registered before upgrade")]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_files")
+    token = models.CharField(max_length=64, blank=True)  # the file's FileMark; empty until an upgraded file gets one
+    path = models.CharField(max_length=4096)  # the file's real path (links resolved)
+    identity = models.CharField(max_length=64, blank=True)  # device:inode, which a moved file keeps and a copy does not
+    origin = models.CharField(max_length=8, choices=ORIGINS)
+    claimed_directory = models.CharField(max_length=4096, blank=True)  # adopted: the directory its bottle named
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "path"], name="pillbox_ownedfile_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.origin}) of {self.user}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 LOCAL_ALIAS_PREFIX = "bottle:"
-LOCAL_MODELS = frozenset({"bottle", "prescription", "pill", "pillvector", "originalimport"})
+LOCAL_MODELS = frozenset({"bottle", "prescription", "pill", "pillvector", "originalimport", "filemark"})
 
 
 def is_local_alias(alias: str) -> bool:

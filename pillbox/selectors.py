@@ -15,6 +15,7 @@ from django.db.models.functions import TruncDate
 from pillbox.access import Reach, locate, locate_capsule
 from pillbox.exceptions import NotFound, WrongKind
 from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.routers import LOCAL_ALIAS_PREFIX, is_local_alias
 
 if TYPE_CHECKING:
     from typing import TypeAlias, TypedDict
@@ -46,6 +47,7 @@ class PrescriptionContext:
 class ListedBottle:
     registration: Registration
     linked: bool
+    read: bool = True  # False: its file is there but not read (not the user's own, or refused: pillbox.origin)
 
 
 def bottle_context(*, reach: Reach, bottle_id: str, limit: int) -> BottleContext:
@@ -85,9 +87,11 @@ def capsule_get(*, reach: Reach, capsule_id: str) -> Capsule:
 
 def bottle_list(*, reach: Reach) -> list[ListedBottle]:
     listed = []
+    reached = reach.all_bottle_ids()
     for registration in reach.registrations:
         linked = registration.scope == Bottle.SCOPE_GLOBAL or Path(registration.db_path).is_file()
-        listed.append(ListedBottle(registration=registration, linked=linked))
+        listed.append(ListedBottle(registration=registration, linked=linked,
+                                   read=not linked or registration.bottle_id in reached))
     return sorted(listed, key=lambda item: (item.registration.name, str(item.registration.bottle_id)))
 
 
@@ -169,6 +173,13 @@ class BottlePage:
     alias: str
     prescriptions: list[CountedPrescription]
     pills_per_day: list[tuple[date, int]]  # days with at least one live pill, oldest first
+
+    @property
+    def directory(self) -> str:
+        """Where a local bottle's file really is (not the directory its row claims); a global one's own."""
+        if is_local_alias(self.alias):
+            return str(Path(self.alias.removeprefix(LOCAL_ALIAS_PREFIX)).parent.parent)
+        return self.bottle.directory
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from django.db.models import F, Model
 from django.utils import timezone
 
 from base.gitexclude import exclude_from_git
-from pillbox import ids, quotas
+from pillbox import ids, origin, quotas
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import db_file, has_schema, open_local, schema_ready, untrusted_reason
 from pillbox.embeddings import backfill
@@ -32,7 +32,7 @@ from pillbox.exceptions import (
     WrongKind,
 )
 from pillbox.global_db import GLOBAL, global_db_file
-from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.models import Bottle, Capsule, OwnedFile, Pill, Prescription, Registration
 from pillbox.original.recognise import is_global_original, is_original
 
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -132,6 +132,7 @@ def bottle_create(*, reach: Reach, name: str, display_name: str, scope: str, nes
             id=new_id, name=name, display_name=display_name, directory=str(directory), scope=scope,
             created_at=timezone.now(),
         )
+    origin.record(user=reach.user, path=path, alias=alias, origin=OwnedFile.MADE)
     register(user=reach.user, bottle=bottle, db_path=path)
     exclude_from_git(directory, ".pillbox/", also=".pillbox/")
     return bottle
@@ -167,8 +168,10 @@ def is_file(path: Path) -> bool:
         return False
 
 
-def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Registration, bool]:
-    """Link an existing local bottle database into the caller's registry; True when newly linked."""
+def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Registration, bool, OwnedFile]:
+    """Link an existing local bottle database into the caller's registry; True when newly linked. A database the
+    caller's Pillbox did not make here (a clone's, another user's) is adopted: recorded as theirs from now on, with
+    the directory its bottle named (pillbox.origin)."""
     if refusal := _remote_refusal(reach, "link directories"):
         raise refusal
     base = _workdir(reach)
@@ -200,10 +203,11 @@ def bottle_vinculate(*, reach: Reach, directory: str | None) -> tuple[Bottle, Re
         )
     if not Registration.objects.filter(user=reach.user, bottle_id=bottle.id).exists():
         quotas.check_bottle_room(user=reach.user)
+    owned = origin.adopt(user=reach.user, path=path, alias=alias, claimed_directory=bottle.directory)
     registration, created = register(user=reach.user, bottle=bottle, db_path=path)
     if not created:
         relink(registration, path)  # a moved project linked again from where it now is
-    return bottle, registration, created
+    return bottle, registration, created, owned
 
 
 def prescription_open(*, reach: Reach, bottle_id: str, title: str, author_name: str, author_email: str) -> Prescription:

@@ -15,9 +15,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pillbox import shaping
 from pillbox.ids import short
 from pillbox.models import Capsule, Pill
+from pillbox.origin import Foreign
 from pillbox.selectors import SessionMemory
+from pillbox.texts import plural
 
 # Compound words (free text, so matched word by word) that mark what a later session needs, and what it rarely does.
 LASTING = frozenset({
@@ -33,7 +36,6 @@ PASSING = frozenset({
 SESSIONS_COVERED = 10  # recent prescriptions that keep at least one pill each
 SNIPPET = 160
 CAPSULE_HEADING = "# Capsules (your memory shared by every project, newest first)"
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def weight(compound: str) -> int:
@@ -74,12 +76,12 @@ def ranked(pills: Sequence[Pill]) -> list[Pill]:
 
 
 def one_line(text: str, width: int = SNIPPET) -> str:
-    flat = " ".join(text.split())
+    flat = shaping.one_line(text, len(text) + 1)
     return flat if len(flat) <= width else flat[:width].rstrip() + "…"
 
 
 def pill_lines(pill: Pill, *, full: bool) -> str:
-    head = f"  id: {short(pill.id)} [{pill.compound}] {one_line(pill.title, 200)}"
+    head = f"  id: {short(pill.id)} [{one_line(pill.compound, 64)}] {one_line(pill.title, 200)}"
     return head + (f"\n    {one_line(pill.content)}" if full else "")
 
 
@@ -100,9 +102,9 @@ class Room:
 
 
 def clean(text: str) -> str:
-    """Printed into a terminal and a model's context: no control character (escape sequences, clipboard writes)
-    from stored text gets through."""
-    return CONTROL.sub("", text)
+    """Printed into a terminal and a model's context: no control character (escape sequences, clipboard writes) and
+    no format character (bidi overrides, zero-width ones) from stored text gets through."""
+    return shaping.lines_kept(text)
 
 
 def render(*, header: str, sessions: str, memory: SessionMemory, budget: int) -> str:
@@ -176,3 +178,14 @@ def left_out(pills: int, capsules: int) -> str:
     if capsules > 0:
         notes.append(f"{capsules} more capsule{'s' if capsules != 1 else ''} (capsule_search or capsule_read)")
     return "Not shown: " + "; ".join(notes) + "." if notes else ""
+
+
+def foreign_line(foreign: Foreign) -> str:
+    """The one line a memory not (yet) the user's own gets instead of its content."""
+    pills = "its pills could not be counted" if foreign.pills is None else plural(foreign.pills, "pill")
+    why = ("a copy of a memory of yours made elsewhere" if foreign.copied
+           else "not made by your Pillbox on this machine, nor adopted")
+    where = shaping.one_line(str(foreign.path.parent.parent), 4096)
+    return (f"Pillbox: {where} holds a Pillbox memory not yet trusted ({pills}; {why}), so none of it was read. "
+            "Look at it first (`manage.py adopt` there shows what it holds), then adopt it with `manage.py adopt "
+            "--yes` there, or have your agent call bottle_vinculate.")

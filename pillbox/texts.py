@@ -12,11 +12,12 @@ from pathlib import Path
 
 from pillbox.exceptions import PillboxError
 from pillbox.ids import short
-from pillbox.models import Bottle, Capsule, Pill, Prescription
+from pillbox.models import Bottle, Capsule, OwnedFile, Pill, Prescription, Registration
 from pillbox.search.engine import MAX_TERMS
 from pillbox.search.results import Found
 from pillbox.search.scoring import CLIFF_LIMIT
 from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
+from pillbox.shaping import lines_kept, one_line
 
 CONTEXT_SNIPPET = 300
 
@@ -72,12 +73,20 @@ NO_DIRECTORY = "(none: a global bottle)"
 def shown_directory(directory: str, *, hide_paths: bool, scope: str = "local") -> str:
     if scope == "global":
         return NO_DIRECTORY
-    return HIDDEN_PATH if hide_paths else directory
+    return HIDDEN_PATH if hide_paths else one_line(directory, 4096)
+
+
+def real_directory(entry: Registration) -> str:
+    """Where a registered local bottle's file really is (the project holding its ``.pillbox``), not the directory
+    its bottle row claims: a copied or crafted file claims anything."""
+    if entry.scope == Bottle.SCOPE_LOCAL and entry.db_path:
+        return str(Path(entry.db_path).parent.parent)
+    return entry.directory
 
 
 def bottle_created(bottle: Bottle, *, hide_paths: bool = False) -> str:
     return lines([
-        ("id", short(bottle.id)), ("name", bottle.name), ("display_name", bottle.display_name),
+        ("id", short(bottle.id)), ("name", one_line(bottle.name)), ("display_name", one_line(bottle.display_name)),
         ("directory", shown_directory(bottle.directory, hide_paths=hide_paths, scope=bottle.scope)),
         ("scope", bottle.scope),
     ])
@@ -90,7 +99,7 @@ def bottle_context(context: BottleContext) -> str:
     for rx in context.prescriptions:
         dates = day(rx.started_at) if rx.ended_at is None else f"{day(rx.started_at)} → {day(rx.ended_at)}"
         status = "open" if rx.ended_at is None else "closed"
-        blocks.append(f"id: {short(rx.id)}\n[{status}] {rx.title}  {dates}  {plural(rx.live_pills, 'pill')}")
+        blocks.append(f"id: {short(rx.id)}\n[{status}] {one_line(rx.title)}  {dates}  {plural(rx.live_pills, 'pill')}")
     return "\n\n".join(blocks) + f"\n\n---\nprescriptions: {context.total}"
 
 
@@ -107,32 +116,41 @@ def bottle_list(bottles: list[ListedBottle], here: Path | None = None, *, hide_p
         entry = item.registration
         mark = "●" if item.linked else "○"
         tail = "" if item.linked else " [unlinked]"
+        if not item.read:
+            tail += " [not read: the file there is not one you made or adopted, or it was refused]"
         if here is not None and entry.db_path and Path(entry.db_path) == here:
             tail += f"  {HERE}"
         # The name is what bottle_id takes besides the id (the display name is refused).
+        directory = shown_directory(real_directory(entry), hide_paths=hide_paths, scope=entry.scope)
         blocks.append(
-            f"{mark} {entry.display_name} [{entry.scope}] {short(entry.bottle_id)}{tail}\n"
-            f"  name: {entry.name} · {shown_directory(entry.directory, hide_paths=hide_paths, scope=entry.scope)}"
+            f"{mark} {one_line(entry.display_name)} [{entry.scope}] {short(entry.bottle_id)}{tail}\n"
+            f"  name: {one_line(entry.name)} · {directory}"
         )
     return "\n\n".join(blocks)
 
 
-def bottle_linked(bottle: Bottle, db_path: str, created: bool, resolved_from: Path | None = None) -> str:
+def bottle_linked(bottle: Bottle, db_path: str, created: bool, *, owned: OwnedFile | None = None,
+                  resolved_from: Path | None = None) -> str:
     pairs: list[tuple[str, object]] = [
         ("status", "linked" if created else "already_linked"), ("bottle_id", short(bottle.id)),
-        ("name", bottle.name), ("display_name", bottle.display_name), ("db_path", db_path),
+        ("name", one_line(bottle.name)), ("display_name", one_line(bottle.display_name)),
+        ("db_path", one_line(db_path, 4096)),
     ]
+    if owned is not None and owned.origin == OwnedFile.ADOPTED:
+        pairs.append(("origin", f"adopted (not made by your Pillbox here; its bottle named "
+                                f"{one_line(owned.claimed_directory, 300) or 'no directory'})"))
     if resolved_from is not None:
         pairs.append(("note", f"the relative directory was resolved against the working directory {resolved_from}"))
     return lines(pairs)
 
 
 def prescription_opened(rx: Prescription) -> str:
-    return lines([("id", short(rx.id)), ("title", rx.title), ("started_at", iso(rx.started_at))])
+    return lines([("id", short(rx.id)), ("title", one_line(rx.title)), ("started_at", iso(rx.started_at))])
 
 
 def prescription_closed(rx: Prescription) -> str:
-    pairs: list[tuple[str, object]] = [("id", short(rx.id)), ("title", rx.title), ("started_at", iso(rx.started_at))]
+    pairs: list[tuple[str, object]] = [("id", short(rx.id)), ("title", one_line(rx.title)),
+                                       ("started_at", iso(rx.started_at))]
     if rx.ended_at is not None:
         pairs.append(("ended_at", iso(rx.ended_at)))
     return lines(pairs)
@@ -140,19 +158,19 @@ def prescription_closed(rx: Prescription) -> str:
 
 def prescription(rx: Prescription) -> str:
     pairs: list[tuple[str, object]] = [
-        ("id", short(rx.id)), ("title", rx.title), ("status", "open" if rx.ended_at is None else "closed"),
+        ("id", short(rx.id)), ("title", one_line(rx.title)), ("status", "open" if rx.ended_at is None else "closed"),
         ("started_at", iso(rx.started_at)),
     ]
     if rx.ended_at is not None:
         pairs.append(("ended_at", iso(rx.ended_at)))
     if who := author(rx.author_name, rx.author_email):
-        pairs.append(("author", who))
+        pairs.append(("author", one_line(who)))
     return lines(pairs)
 
 
 def flattened(content: str, width: int = CONTEXT_SNIPPET) -> str:
-    one_line = content.replace("\r\n", "\n").replace("\n", "\\n")
-    return one_line if len(one_line) <= width else one_line[:width] + "…"
+    flat = lines_kept(content).replace("\r\n", "\n").replace("\n", "\\n")
+    return flat if len(flat) <= width else flat[:width] + "…"
 
 
 def prescription_context(context: PrescriptionContext | None) -> str:
@@ -160,12 +178,13 @@ def prescription_context(context: PrescriptionContext | None) -> str:
         return ""
     rx = context.prescription
     if rx.ended_at is None:
-        header = f"[open] {rx.title}  started: {day(rx.started_at)}"
+        header = f"[open] {one_line(rx.title)}  started: {day(rx.started_at)}"
     else:
-        header = f"[closed] {rx.title}  started: {day(rx.started_at)} → {day(rx.ended_at)}"
+        header = f"[closed] {one_line(rx.title)}  started: {day(rx.started_at)} → {day(rx.ended_at)}"
     blocks = [f"id: {short(rx.id)}\n{header}"]
     blocks += [
-        f"  id: {short(pill.id)} [{pill.compound}] {pill.title}\n  {flattened(pill.content)}" for pill in context.pills
+        f"  id: {short(pill.id)} [{one_line(pill.compound)}] {one_line(pill.title)}\n  {flattened(pill.content)}"
+        for pill in context.pills
     ]
     return "\n\n".join(blocks) + f"\n\n---\npills: {context.total}"
 
@@ -192,11 +211,11 @@ def discarded(record: Pill | Capsule) -> str:
 def pill(record: Pill) -> str:
     pairs: list[tuple[str, object]] = [
         ("id", short(record.id)), ("prescription", short(record.prescription_id)),
-        ("created", iso(record.created_at)), ("compound", record.compound), ("title", record.title),
+        ("created", iso(record.created_at)), ("compound", one_line(record.compound)), ("title", one_line(record.title)),
     ]
     if who := author(record.author_name, record.author_email):
-        pairs.append(("author", who))
-    return lines(pairs) + f"\ncontent:\n{record.content}"
+        pairs.append(("author", one_line(who)))
+    return lines(pairs) + f"\ncontent:\n{lines_kept(record.content)}"
 
 
 def capsule(record: Capsule) -> str:
@@ -249,9 +268,11 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, 
                   f"a limit above {CLIFF_LIMIT} shows them"
     blocks = [header]
     for hit in found.hits:
-        pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", hit.compound), ("title", hit.title)]
+        pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", one_line(hit.compound)),
+                                           ("title", one_line(hit.title))]
         if bottle_names is not None:
-            pairs.append(("bottle", bottle_names.get(hit.bottle_id, short(hit.bottle_id)) if hit.bottle_id else ""))
-        pairs.append(("snippet", hit.snippet))
+            name = bottle_names.get(hit.bottle_id, short(hit.bottle_id)) if hit.bottle_id else ""
+            pairs.append(("bottle", one_line(name)))
+        pairs.append(("snippet", lines_kept(hit.snippet)))
         blocks.append(lines(pairs))
     return "\n\n".join(blocks)

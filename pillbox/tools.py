@@ -6,9 +6,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from django.db import DatabaseError
+
 from mcp_bridge.arguments import read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import selectors, services, texts
+from pillbox import deadlines, selectors, services, texts
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.embeddings import loader
 from pillbox.exceptions import PillboxError
@@ -92,6 +94,10 @@ def tool(
                     return news.before(function(reach_for(caller), **values))
                 except PillboxError as exc:
                     raise ToolFailure(news.after(texts.error(exc, hide_paths=hides_server_paths(caller)))) from None
+                except DatabaseError as exc:
+                    if not deadlines.interrupted(exc):
+                        raise
+                    raise ToolFailure(news.after(texts.error(deadlines.stopped()))) from None
 
         TOOLS.append(Tool(name=name, description=description, input_schema=schema, handler=handler,
                           read_only=read_only, destructive=destructive, idempotent=idempotent))
@@ -340,7 +346,8 @@ def bottle_context(reach: Reach, bottle_id: str, limit: int) -> str:
 
 
 @tool("bottle_list", "List your bottles with scope, id, name (bottle_id takes the id or the name) and directory "
-      "(a global bottle has none). ● the database is there; ○ [unlinked] its file no longer exists; '← this "
+      "(a global bottle has none). ● the database is there; ○ [unlinked] its file no longer exists; [not read: …] "
+      "the file there is not one you made or adopted (bottle_vinculate adopts it) or it was refused; '← this "
       "directory' marks the bottle of the directory you work in (found upwards, as git finds .git).", {},
       read_only=True)
 def bottle_list(reach: Reach) -> str:
@@ -351,16 +358,19 @@ def bottle_list(reach: Reach) -> str:
     "bottle_vinculate",
     "Link an existing local bottle (a directory holding .pillbox/pillbox.db, e.g. made by another user of "
     "this machine) into your registry. Answers status: linked, or already_linked, and the directory it "
-    "resolved.",
+    "resolved. A memory your Pillbox did not make on this machine (one committed in a cloned repository, "
+    "another user's) is adopted by this call, and only by it or by the person running `manage.py adopt`: "
+    "until then it is not read, searched or registered. Adopt one only when the person you work for asked you "
+    "to, after they looked at it; the answer's origin line says it was adopted.",
     {"directory": _string(1, 4096, "The directory holding .pillbox/pillbox.db: absolute, or relative to the "
                                    "working directory (default: the working directory itself).")},
     idempotent=True,
 )
 def bottle_vinculate(reach: Reach, directory: str | None = None) -> str:
-    bottle, registration, created = services.bottle_vinculate(reach=reach, directory=directory)
+    bottle, registration, created, owned = services.bottle_vinculate(reach=reach, directory=directory)
     base = reach.caller.workdir
     relative = directory is not None and base is not None and not Path(directory).expanduser().is_absolute()
-    return texts.bottle_linked(bottle, registration.db_path, created,
+    return texts.bottle_linked(bottle, registration.db_path, created, owned=owned,
                                resolved_from=base.resolve() if relative and base is not None else None)
 
 

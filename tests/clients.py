@@ -61,6 +61,20 @@ async def stdio_client(server: str, *, home: Path, cwd: Path, user: str | None =
         yield client
 
 
+def stdio_calls(server: str, *, home: Path, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
+                user: str | None = "alice", **env: str) -> list[tuple[bool, str]]:
+    """Each call in one stdio session of ``server``: (is_error, text) of every answer."""
+    async def scenario() -> list[tuple[bool, str]]:
+        async with stdio_client(server, home=home, cwd=cwd, user=user, **env) as client:
+            answers = []
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                answers.append((bool(result.is_error), text_of(result)))
+            return answers
+
+    return run(scenario())
+
+
 def _info(name: str | None) -> Implementation | None:
     return Implementation(name=name, version="1.0") if name else None
 

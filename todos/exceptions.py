@@ -32,13 +32,11 @@ class BlockerConflict(ValidationFailed):
 
 
 class Claimed(TodoError):
-    """Someone else holds a live claim on the todo (the REST API answers 409)."""
+    """Someone else holds a live claim on the todo (the REST API answers 409). The sentence names the holder and
+    the end of their lease, then ``hint``: what the caller can do instead. Never the lease token."""
 
-    def __init__(self, key: str, holder: str, until: str) -> None:
-        super().__init__(
-            f"Todo {key} is claimed by {holder} until {until}; work on another todo, or claim it after then "
-            "(the holder can release it sooner)"
-        )
+    def __init__(self, key: str, holder: str, until: str, *, hint: str) -> None:
+        super().__init__(f"Todo {key} is claimed by {holder} until {until}; {hint}")
         self.holder = holder
         self.until = until
 

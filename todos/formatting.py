@@ -29,6 +29,7 @@ TODO_KEYS = (
 # byte as the seed wrote it. The claim's two keys appear only while the claim runs.
 EXTRA_KEYS = ("tags", "blockedBy", "claimedBy", "claimedUntil")
 NO_TODOS = "No todos."
+HELD_BY_YOU = "held by you:"
 
 
 def format_todo(todo: Todo, *, uid: str, now: datetime | None = None) -> dict[str, Any]:
@@ -55,6 +56,10 @@ def format_todo(todo: Todo, *, uid: str, now: datetime | None = None) -> dict[st
         data["claimedBy"] = todo.claimed_by
         data["claimedUntil"] = format_instant(todo.claimed_until)
     return data
+
+
+def format_ended_claim(holder: str, until: datetime) -> dict[str, Any]:
+    return {"claimedBy": holder, "claimedUntil": format_instant(until)}
 
 
 def format_todos(todos: Iterable[Todo], *, uid: str) -> list[dict[str, Any]]:

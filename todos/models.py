@@ -53,6 +53,9 @@ class Todo(models.Model):
     # ends by completing. Past claimed_until the claim is over, whatever these columns still say.
     claimed_by = models.CharField(max_length=64, blank=True, default="", help_text="Who claimed it (a short name).")
     claimed_until = models.DateTimeField(null=True, blank=True, help_text="When the claim ends unless renewed.")
+    # The SHA-256 of the lease token the claim answered its holder (shown once, never stored): renewing, releasing
+    # and writing as the holder present it. Empty when nobody holds the todo.
+    claim_token_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     # Unfiltered on purpose: admin, dumpdata and the plan count must see deleted todos too.
     objects = TodoQuerySet.as_manager()
@@ -61,6 +64,10 @@ class Todo(models.Model):
     open_blockers: list[str]
     # Not a column: whether someone's claim still runs, set by the /list page's view for its template.
     live_claim: bool
+    # Not a column: the lease token of a claim just begun (todos.services' claims), for its holder's one answer.
+    lease_token: str | None
+    # Not a column: the claim a forced write ended (holder, lease end), for the answer that says so.
+    ended_claim: tuple[str, datetime] | None
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "key"], name="todos_todo_owner_key")]

@@ -8,8 +8,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import connection, connections, router
-from django.db.models import Case, Count, F, IntegerField, Max, Q, Value, When
-from django.utils import timezone
+from django.db.models import Case, Count, F, IntegerField, Max, Value, When
 
 from accounts.models import Account
 from accounts.services import account_for
@@ -71,13 +70,14 @@ def _graph(owner: User) -> _Graph:
     return _Graph(links, open_keys)
 
 
-def _plan(owner: User, todos: Iterable[Todo], filters: TodoFilter) -> list[Todo]:
+def _plan(owner: User, todos: Iterable[Todo], filters: TodoFilter, *, graph: _Graph | None = None) -> list[Todo]:
     """The todos that pass the filters, in the order given, each told which of its blockers are still open
     (``open_blockers``, what the compact view marks and next_todos skips)."""
     todos = list(todos)
-    # The owner's graph costs a query; most lists need it for nothing (no sub-tree asked, nobody waiting).
-    needed = filters.under is not None or any(todo.blocked_by for todo in todos)
-    graph = _graph(owner) if needed else _Graph({}, set())
+    if graph is None:
+        # The owner's graph costs a query; most lists need it for nothing (no sub-tree asked, nobody waiting).
+        needed = filters.under is not None or any(todo.blocked_by for todo in todos)
+        graph = _graph(owner) if needed else _Graph({}, set())
     inside: set[str] | None = None
     if filters.under is not None:
         if filters.under not in graph.links:
@@ -120,6 +120,30 @@ def todo_list(
     return _plan(owner, todos, filters)
 
 
+@dataclass(frozen=True)
+class NextTodos:
+    """What to take next (``todos``), and apart the todos the caller itself holds (``held``), both in that order."""
+
+    todos: list[Todo]
+    held: list[Todo]
+
+
+# Overdue first, then priority, then soonest deadline (none last), then oldest: smaller is sooner.
+Urgency = tuple[bool, int, bool, datetime, datetime, str]
+
+
+def _urgency(todo: Todo, now: datetime) -> Urgency:
+    deadline = todo.deadline_at
+    return (
+        not (deadline is not None and deadline < now),
+        PRIORITY_ORDER.get(todo.priority, len(PRIORITY_ORDER)),
+        deadline is None,
+        deadline or now,
+        todo.created_at,
+        todo.key,
+    )
+
+
 def todo_next(
     *,
     owner: User,
@@ -128,26 +152,48 @@ def todo_next(
     claimer: str | None = None,
     include_claimed: bool = False,
 ) -> list[Todo]:
-    """The pending todos nothing open blocks, in the order to take them: overdue first, then priority, then
-    soonest deadline (none last), then oldest. Todos someone other than ``claimer`` holds a live claim on are
-    left out unless ``include_claimed``: they are being worked on."""
-    now = timezone.now()
-    pending = Todo.objects.owned_by(owner).alive().filter(completed_at__isnull=True)
-    if not include_claimed:
-        taken = Q(claimed_until__gt=clock.now()) & ~Q(claimed_by="")
-        pending = pending.exclude(taken & ~Q(claimed_by=claimer or ""))
-    free = [todo for todo in _plan(owner, pending, filters) if not todo.open_blockers]
-    free.sort(
-        key=lambda todo: (
-            not (todo.deadline_at is not None and todo.deadline_at < now),
-            PRIORITY_ORDER.get(todo.priority, len(PRIORITY_ORDER)),
-            todo.deadline_at is None,
-            todo.deadline_at or now,
-            todo.created_at,
-            todo.key,
-        )
-    )
-    return free[:limit]
+    """The todos to take next, as ``todo_next_apart`` ranks them, without the ones ``claimer`` holds (the /list
+    page's "Next", and claim_next's candidates)."""
+    return todo_next_apart(
+        owner=owner, limit=limit, filters=filters, claimer=claimer, include_claimed=include_claimed
+    ).todos
+
+
+def todo_next_apart(
+    *,
+    owner: User,
+    limit: int = 10,
+    filters: TodoFilter = NO_FILTER,
+    claimer: str | None = None,
+    include_claimed: bool = False,
+) -> NextTodos:
+    """The pending todos nothing open blocks and no pending sub-task waits under, in the order to take them: overdue
+    first, then priority, then soonest deadline (none last), then oldest. A sub-task ranks at least as high as the
+    umbrella it hangs under, so an umbrella's sub-tasks take its place, in their own order. Todos someone else holds
+    a live claim on are left out unless ``include_claimed``; those ``claimer`` holds come apart, in ``held`` (all of
+    them, blocked or waiting on sub-tasks too: what it holds is its to finish or hand back)."""
+    now = clock.now()
+    pending = list(Todo.objects.owned_by(owner).alive().filter(completed_at__isnull=True))
+    graph = _graph(owner)
+    parent = parents(graph.links)
+    umbrellas = {parent[key] for key in graph.open_keys if key in parent}
+    own = {todo.key: _urgency(todo, now) for todo in pending}
+    ranks: dict[str, tuple[Urgency, Urgency]] = {}
+    for todo in pending:
+        chain, step = [own[todo.key]], parent.get(todo.key)
+        while step is not None and step in own:
+            chain.append(own[step])
+            step = parent.get(step)
+        ranks[todo.key] = (min(chain), own[todo.key])
+    free, held = [], []
+    for todo in _plan(owner, pending, filters, graph=graph):
+        if todo.claim_live(now) and claimer and todo.claimed_by == claimer:
+            held.append(todo)
+        elif not (todo.open_blockers or todo.key in umbrellas) and (include_claimed or not todo.claim_live(now)):
+            free.append(todo)
+    free.sort(key=lambda todo: ranks[todo.key])
+    held.sort(key=lambda todo: ranks[todo.key])
+    return NextTodos(todos=free[:limit], held=held)
 
 
 def todo_usage(*, owner: User) -> Usage:

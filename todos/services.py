@@ -1,4 +1,9 @@
-"""Writes to a user's todos. Every function is keyword-only, scoped by owner, validated and atomic."""
+"""Writes to a user's todos. Every function is keyword-only, scoped by owner, validated and atomic.
+
+The writes an agent makes take ``holder`` (``todos.leases.Holder``): a todo someone else holds is refused unless the
+holder's lease token is presented or ``force`` ends that claim. A person's writes (the /list page, the admin, the
+REST API) pass None and act whoever holds the todo; claims themselves live in ``todos.leases``.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +13,16 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 
 from accounts.models import Account
 from accounts.services import account_for
 from todos import rules
-from todos.exceptions import (
-    BlockerConflict,
-    Claimed,
-    LimitReached,
-    NotClaimable,
-    NotFound,
-    TodoError,
-    ValidationFailed,
-)
+from todos.exceptions import BlockerConflict, LimitReached, NotFound, ValidationFailed
+from todos.leases import Holder, check_write, end_claim
 from todos.models import Priority, Todo
 from todos.planning import blocking_cycle
-from todos.timestamps import clock, format_instant
+from todos.timestamps import clock
 
 ONE_TICK = timedelta(microseconds=1)
 
@@ -103,8 +101,10 @@ def todo_put(
     links: Sequence[str] = (),
     tags: Sequence[str] = (),
     blocked_by: Sequence[str] = (),
+    holder: Holder | None = None,
 ) -> Todo:
-    """Create the todo, or replace every field of the owner's todo with this id (restoring it if deleted)."""
+    """Create the todo, or replace every field of the owner's todo with this id (restoring it if deleted). Replacing
+    a live todo is an edit: ``holder`` must hold it or force."""
     if problems := todo_field_problems(
         key=key, name=name, description=description, priority=priority, links=links, tags=tags, blocked_by=blocked_by
     ):
@@ -127,7 +127,8 @@ def todo_put(
         # Checked under the owner's lock, so two concurrent puts cannot each close half of a loop.
         if blockers and (problems := _blocker_problems(owner, key, blockers)):
             raise BlockerConflict(problems)
-        todo = Todo.objects.owned_by(owner).filter(key=key).first()
+        todo = Todo.objects.owned_by(owner).select_for_update().filter(key=key).first()
+        claim_fields = check_write(todo, holder, now) if todo is not None and todo.deleted_at is None else []
         if todo is None:
             count = Todo.objects.owned_by(owner).count()
             if count >= account.max_tasks:
@@ -136,17 +137,16 @@ def todo_put(
                     "(completed and deleted todos count too); purge deleted todos on the /list page to make room"
                 )
             todo = Todo(owner=owner, key=key, created_at=now)
-        elif all(getattr(todo, field) == value for field, value in values.items()):
+        elif not claim_fields and all(getattr(todo, field) == value for field, value in values.items()):
             # Sent again as it is: nothing is written and updatedAt stays, so a repeated put answers the same and
             # changes nothing more (put_todo is marked idempotent; complete and reopen skip their no-op writes too).
             return todo
-        fields = [*values, "updated_at"]
-        if completed_at is not None:
-            # Stored as done: whoever held it is finished with it, as with complete_todo.
-            values.update(claimed_by="", claimed_until=None)
-            fields += ["claimed_by", "claimed_until"]
+        fields = [*values, "updated_at", *claim_fields]
         for field, value in values.items():
             setattr(todo, field, value)
+        if completed_at is not None:
+            # Stored as done: whoever held it is finished with it, as with complete_todo.
+            fields += end_claim(todo)
         todo.updated_at = now
         # Only the columns a put replaces (all of them for a new todo): a claim taken meanwhile, which does not
         # wait for the owner's lock, is not written back over.
@@ -166,7 +166,7 @@ DEFAULTS: dict[str, object] = {
 }
 
 
-def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo:
+def todo_update(*, owner: User, key: str, changes: Mapping[str, object], holder: Holder | None = None) -> Todo:
     """Change only the fields in ``changes`` (model field names; ``DEFAULTS`` gives what a cleared field
     becomes), with put's rules; a live todo only. Returns the todo, unchanged (updatedAt too) when nothing
     differs."""
@@ -174,6 +174,7 @@ def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
+        claim_fields = check_write(todo, holder, now)
         merged: dict[str, Any] = {field: changes.get(field, getattr(todo, field)) for field in UPDATABLE}
         if problems := todo_field_problems(
             key=key,
@@ -193,13 +194,13 @@ def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo
         if blockers and (problems := _blocker_problems(owner, key, blockers)):
             raise BlockerConflict(problems)
         changed = [field for field, value in wanted.items() if getattr(todo, field) != value]
-        if not changed:
+        if not changed and not claim_fields:
             return todo
         for field in changed:
             setattr(todo, field, wanted[field])
         if "completed_at" in changed and todo.completed_at is not None:
-            todo.claimed_by, todo.claimed_until = "", None
-            changed += ["claimed_by", "claimed_until"]
+            claim_fields = end_claim(todo)
+        changed += claim_fields
         todo.updated_at = now
         # Only what was asked for, so a claim or another field written meanwhile is never written back over.
         todo.save(update_fields=[*changed, "updated_at"])
@@ -207,105 +208,49 @@ def todo_update(*, owner: User, key: str, changes: Mapping[str, object]) -> Todo
 
 
 def _alive_for_update(owner: User, key: str) -> Todo:
-    todo = Todo.objects.owned_by(owner).alive().filter(key=key).first()
+    # Locked on PostgreSQL, so a claim landing meanwhile waits for this write and a write never overlooks it.
+    todo = Todo.objects.owned_by(owner).alive().select_for_update().filter(key=key).first()
     if todo is None:
         raise NotFound()
     return todo
 
 
-def todo_complete(*, owner: User, key: str) -> Todo:
+def todo_complete(*, owner: User, key: str, holder: Holder | None = None) -> Todo:
     """Mark the todo done now; a todo already done keeps its completion time."""
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
+        check_write(todo, holder, now)
         if todo.completed_at is None:
             todo.completed_at = todo.updated_at = now
             # Done is the end of the work: whoever held it hands it back.
-            todo.claimed_by, todo.claimed_until = "", None
-            todo.save(update_fields=["completed_at", "updated_at", "claimed_by", "claimed_until"])
+            todo.save(update_fields=["completed_at", "updated_at", *end_claim(todo)])
     return todo
 
 
-def todo_reopen(*, owner: User, key: str) -> Todo:
+def todo_reopen(*, owner: User, key: str, holder: Holder | None = None) -> Todo:
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
+        claim_fields = check_write(todo, holder, now)
         if todo.completed_at is not None:
             todo.completed_at = None
             todo.updated_at = now
-            todo.save(update_fields=["completed_at", "updated_at"])
+            todo.save(update_fields=["completed_at", "updated_at", *claim_fields])
+        elif claim_fields:
+            todo.save(update_fields=claim_fields)
     return todo
 
 
-def todo_delete(*, owner: User, key: str) -> Todo:
+def todo_delete(*, owner: User, key: str, holder: Holder | None = None) -> Todo:
     """Soft delete: the todo still counts against the plan until a person purges it on /list."""
     with transaction.atomic():
         _, now = _lock_and_stamp(owner)
         todo = _alive_for_update(owner, key)
+        check_write(todo, holder, now)
         todo.deleted_at = todo.updated_at = now
-        todo.claimed_by, todo.claimed_until = "", None
-        todo.save(update_fields=["deleted_at", "updated_at", "claimed_by", "claimed_until"])
+        todo.save(update_fields=["deleted_at", "updated_at", *end_claim(todo)])
     return todo
-
-
-# ---------------------------------------------------------------- claims
-
-
-CLAIM_ATTEMPTS = 3
-
-
-def _claim_refusal(todo: Todo | None, key: str, now: datetime) -> TodoError | None:
-    """Why ``todo`` cannot be claimed at ``now``, or None when it can after all (its claim ended in between)."""
-    if todo is None:
-        return NotFound()
-    if todo.completed_at is not None:
-        return NotClaimable(f"Todo {key} is completed; reopen it before claiming it")
-    if todo.claim_live(now):
-        return Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
-    return None
-
-
-def todo_claim(*, owner: User, key: str, by: str, minutes: int = rules.CLAIM_MINUTES) -> Todo:
-    """Claim a pending todo for ``by`` for ``minutes`` from now, or renew ``by``'s own claim. Refused (``Claimed``,
-    naming the holder and the end of their lease) while someone else's claim runs.
-
-    One conditional UPDATE decides, so among concurrent claimers exactly one wins on either database: PostgreSQL
-    re-checks the condition against the row a concurrent winner just committed, SQLite runs one writing
-    transaction at a time (IMMEDIATE). A claim does not stamp updatedAt: it is not an edit of the todo.
-    """
-    problems = [problem for problem in (rules.claimer_problem(by), rules.minutes_problem(minutes)) if problem]
-    if problems:
-        raise ValidationFailed(problems)
-    for _ in range(CLAIM_ATTEMPTS):
-        with transaction.atomic():
-            now = clock.now()
-            free = Q(claimed_until__isnull=True) | Q(claimed_until__lte=now) | Q(claimed_by=by)
-            rows = Todo.objects.owned_by(owner).alive().filter(free, key=key, completed_at__isnull=True)
-            if rows.update(claimed_by=by, claimed_until=now + timedelta(minutes=minutes)):
-                return _alive_for_update(owner, key)
-            refusal = _claim_refusal(Todo.objects.owned_by(owner).alive().filter(key=key).first(), key, now)
-            if refusal is not None:
-                raise refusal
-        # On PostgreSQL the holder may have released it between the two statements: the claim is tried again.
-    raise TodoError(f"Todo {key} changed hands while it was being claimed; claim it again")
-
-
-def todo_release(*, owner: User, key: str, by: str | None) -> Todo:
-    """End the claim on the todo. ``by`` may end only its own claim (or one that has run out); a person (``by``
-    None, the /list page) may end anyone's. A todo nobody holds is returned as it is."""
-    if by is not None and (problem := rules.claimer_problem(by)):
-        raise ValidationFailed([problem])
-    with transaction.atomic():
-        now = clock.now()
-        rows = Todo.objects.owned_by(owner).alive().filter(key=key).exclude(claimed_by="")
-        if by is not None:
-            rows = rows.filter(Q(claimed_by=by) | Q(claimed_until__isnull=True) | Q(claimed_until__lte=now))
-        if not rows.update(claimed_by="", claimed_until=None):
-            todo = _alive_for_update(owner, key)
-            if todo.claim_live(now):
-                raise Claimed(key, todo.claimed_by, format_instant(todo.claimed_until) or "")
-            return todo
-        return _alive_for_update(owner, key)
 
 
 # ---------------------------------------------------------------- for people (the /list page, admin, API)

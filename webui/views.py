@@ -21,7 +21,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from accounts.throttle import auth_failure_limit, failure, too_many
-from todos import services
+from todos import leases, services
 from todos.access import list_key_user, list_link_user
 from todos.exceptions import TodoError
 from todos.selectors import todo_get, todo_list, todo_next, todo_usage
@@ -202,7 +202,7 @@ def _apply(verb: str, owner: User, post: QueryDict) -> tuple[str, TodoForm | Non
         "purge": services.todo_purge,
     }.get(verb)
     if action is None:  # release: the person hands back whoever's claim it is
-        services.todo_release(owner=owner, key=key, by=None)
+        leases.todo_release(owner=owner, key=key, holder=None)
     else:
         action(owner=owner, key=key)
     return key, None

@@ -70,7 +70,8 @@ def _make() -> Embedder:
         except ModelIntegrityError:
             raise
         except (OSError, RuntimeError) as exc:  # no usable socket or process here: the model runs in this one
-            logger.warning("The shared embedding process is not used (%s); the model runs in this process", exc)
+            logger.warning("The shared embedding process is not used (%s); the model runs in this process, as "
+                           "it does in every server of yours until then (each holds its own copy)", exc)
     return BundledModel(model_dir, floor)
 
 

@@ -68,9 +68,16 @@ def _owned_private_dir(path: Path) -> Path:
     or someone else's: the socket a server would talk to must be one only its user can have put there."""
     private_dir(path)
     info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        raise OSError(f"{path} is not a directory of this user's; the shared embedding process is not used")
-    return path
+    if not stat.S_ISDIR(info.st_mode):
+        why = "it is a link or a file, not a directory"
+    elif info.st_uid != os.geteuid():
+        why = (f"it belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): another local user made it "
+               "first")
+    elif stat.S_IMODE(info.st_mode) & 0o077:
+        why = f"others may enter it (mode {stat.S_IMODE(info.st_mode):o}) and it could not be narrowed"
+    else:
+        return path
+    raise OSError(f"{path} is not a directory of this user's ({why}); set EMBEDDINGS_SOCKET_DIR to one of yours")
 
 
 def socket_dir() -> Path:

@@ -14,6 +14,7 @@ from django.db.utils import DatabaseError, OperationalError, ProgrammingError
 from base.lru import BoundedLru
 from pillbox.global_db import GLOBAL, global_db_file
 from pillbox.models import Bottle, Capsule, OriginalImport, Pill, Prescription, Registration
+from pillbox.origin import record_found
 from pillbox.original.files import Counts, ImportFailed, Snapshot
 from pillbox.original.judge import TOO_MUCH, refused
 from pillbox.original.news import announce, announce_failure
@@ -58,6 +59,8 @@ def _register(user: User, entries: list[Registration]) -> tuple[int, int]:
             continue
         entry.user = user
         entry.save(using=GLOBAL)
+        if entry.db_path:  # a project the user's own original registry names is theirs (pillbox.origin)
+            record_found(user=user, db_path=entry.db_path)
         mine[entry.bottle_id] = entry.name
         names.add(entry.name)
         added += 1

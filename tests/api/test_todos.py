@@ -203,8 +203,14 @@ def test_todos_claim_fields_claim_release_and_patch(alice_api, bob_api):
     made = alice_api.post("/api/todos/", {**MILK, "tags": ["shop"], "deadlineAt": "2030-01-01"}).data
     claimed = alice_api.post("/api/todos/buy-milk/claim/", {"by": "nightly-job", "minutes": 15})
     assert claimed.status == 200
-    assert tuple(claimed.data) == (*TODO_KEYS, "tags", "claimedBy", "claimedUntil")
+    assert tuple(claimed.data) == (*TODO_KEYS, "tags", "claimedBy", "claimedUntil", "leaseToken")
     assert claimed.data["claimedBy"] == "nightly-job"
+    # The holder renews with its lease token (answered once); the same name without it is refused.
+    lease = claimed.data["leaseToken"]
+    assert alice_api.post("/api/todos/buy-milk/claim/", {"by": "nightly-job"}).status == 409
+    renewed = alice_api.post("/api/todos/buy-milk/claim/", {"by": "nightly-job", "minutes": 15, "leaseToken": lease})
+    assert renewed.status == 200 and "leaseToken" not in renewed.data
+    claimed = renewed
     assert alice_api.get("/api/todos/").data[0]["claimedUntil"] == claimed.data["claimedUntil"]
     taken = alice_api.post("/api/todos/buy-milk/claim/", {"by": "other-job"})
     assert taken.status == 409 and taken.error == "claimed"
@@ -212,6 +218,7 @@ def test_todos_claim_fields_claim_release_and_patch(alice_api, bob_api):
     assert taken.data["message"].startswith(f"Todo buy-milk is claimed by nightly-job until {until}")
     assert alice_api.post("/api/todos/buy-milk/claim/", {}).data["message"] == "by is required"
     assert alice_api.post("/api/todos/buy-milk/release/", {"by": "other-job"}).status == 409
+    assert alice_api.post("/api/todos/buy-milk/release/", {"leaseToken": "lease_guessed"}).status == 409
     # Another user's API sees no claim and cannot touch it.
     assert bob_api.post("/api/todos/buy-milk/claim/", {"by": "bob-job"}).status == 404
     assert bob_api.post("/api/todos/buy-milk/release/").status == 404

@@ -36,6 +36,8 @@ def test_eight_stdio_servers_write_one_local_database_at_once(tmp_path):
     async def worker(n: int) -> tuple[list[str], list[str]]:
         pills, errors = [], []
         async with stdio_client("pillbox", home=home, cwd=project, user=f"agent{n}") as client:
+            # Another user's memory is read once adopted (pillbox.origin).
+            assert "origin: adopted" in text_of(await client.call_tool("bottle_vinculate", {}))
             for i in range(PILLS_EACH):
                 result = await client.call_tool("pill_store", {
                     "prescription_id": prescription, "title": f"worker {n} pill {i}", "content": f"body {n}-{i}",

@@ -106,6 +106,10 @@ def test_an_older_database_is_migrated_forward_without_losing_data(tmp_path):
         conn.execute("DROP TABLE pillbox_pill_fts")
         conn.execute("DROP TABLE pillbox_originalimport")  # made by a later migration, forgotten with it
         conn.execute("DROP TABLE pillbox_pill_vector")  # from 0004_semantic, later still
+        conn.execute("DROP TABLE pillbox_filemark")  # from 0009_file_origin, later still
+    with sqlite3.connect(home / "pillbox.db") as conn:
+        # ... and registered before marks existed: the user's own, by the upgrade's rule.
+        conn.execute("UPDATE pillbox_ownedfile SET token = '', origin = 'upgraded'")
     failed, text = _call(home, project, "bottle_list")
     assert not failed and "● Proj [local]" in text
     with sqlite3.connect(db) as conn:

@@ -74,8 +74,14 @@ def test_a_new_user_over_stdio_finds_the_original_memory_whole(tmp_path, seed, p
 
     async def in_the_moved_project() -> None:
         async with stdio_client("pillbox", home=home, cwd=project["blog"], PILLBOX_HOME=str(data)) as client:
+            # Where the original's registry no longer finds it, nothing proves the file is the user's (it carries no
+            # mark: pillbox.origin): it is read once adopted.
+            unread = text_of(await client.call_tool("bottle_list", {}))
+            assert NOTICE not in unread and "← this directory" not in unread
+            adopted = text_of(await client.call_tool("bottle_vinculate", {}))
+            assert adopted.splitlines()[0] == f"{NOTICE}1 bottle, 4 prescriptions, {4 * pills} pills"
+            assert "status: already_linked" in adopted and "origin: adopted" in adopted
             first = text_of(await client.call_tool("bottle_list", {}))
-            assert first.splitlines()[0] == f"{NOTICE}1 bottle, 4 prescriptions, {4 * pills} pills"
             check_rows(summary, "blog", paths["blog"])
             # Relinked where it now is, and the bottle of the directory the agent works in.
             blog = f"● Blog [local] {short(summary['registered'][1]['bottle_id'])}  ← this directory"

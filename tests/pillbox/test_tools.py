@@ -102,10 +102,14 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
             pill = await store(alice, rx, "Build with make", "Run make all before pushing.", "workflow")
             listed = f"Bottles (1)\n\n● Shared [local] {bottle}\n  name: shared · {project}"
 
-            # bob works below the project: the database is found walking up, like git, and registered for him.
+            # bob works below the project: the database is found walking up, like git, but his Pillbox did not make
+            # it, so it is foreign to him (pillbox.origin) until he adopts it: then it is registered for him ...
+            assert (await bob("bottle_list")).ok == "No bottles registered."
+            assert (await bob("bottle_vinculate")).code == "db_not_found"
+            adopted = await bob("bottle_vinculate", directory=str(project))
+            assert adopted.fields["status"] == "linked" and adopted.fields["origin"].startswith("adopted")
             # ... and marked as the bottle of his directory, though he is in a sub-folder.
             assert (await bob("bottle_list")).ok == listed.replace(bottle, f"{bottle}  ← this directory")
-            assert (await bob("bottle_vinculate")).code == "db_not_found"
             assert (await bob("bottle_vinculate", directory=str(project))).fields["status"] == "already_linked"
             assert (await bob("prescription_context", prescription_id=rx)).ok.endswith("---\npills: 1")
             assert short_id((await bob("pill_store", prescription_id=rx, title="Bob was here", content="Hello.",
@@ -120,7 +124,8 @@ def test_tools_stdio_other_users_of_the_machine_reach_the_bottle(tmp_path):
             assert refused.code == "validation_error" and "home directory" in refused.message
             linked = await erin("bottle_vinculate", directory=str(project))
             assert linked.ok == (f"status: linked\nbottle_id: {bottle}\nname: shared\ndisplay_name: Shared\n"
-                                 f"db_path: {local_db(project)}")
+                                 f"db_path: {local_db(project)}\norigin: adopted (not made by your Pillbox here; "
+                                 f"its bottle named {project})")
             again = await erin("bottle_vinculate", directory=str(project))
             assert again.ok == linked.text.replace("status: linked", "status: already_linked")
             assert (await erin("bottle_list")).ok == listed

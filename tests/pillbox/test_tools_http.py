@@ -183,7 +183,8 @@ def test_tools_http_local_bottle_reachable_only_through_the_registry(site, opera
             assert again.code == "already_exists"
             linked = await b("bottle_vinculate")
             assert linked.ok == (f"status: linked\nbottle_id: {bottle}\nname: server-project\n"
-                                 f"display_name: Server Project\ndb_path: {local_db(project)}")
+                                 f"display_name: Server Project\ndb_path: {local_db(project)}\norigin: adopted (not "
+                                 f"made by your Pillbox here; its bottle named {project})")
             assert (await b("bottle_vinculate", directory=str(project))).fields["status"] == "already_linked"
             assert hit_ids((await b("pill_search", query="redis")).ok) == [pill]
             assert fields((await b("pill_read", id=pill)).ok)["title"] == "Server-side fact"

@@ -198,7 +198,7 @@ async def tour_pills_and_prescriptions(call: Call, place: Place, local: str, sha
     assert (await call("pill_compounds", bottle_id=shared)).ok == "- decision (1)"
     assert (await call("pill_compounds", bottle_id=local, limit=1)).ok == "- bug (1)"
     found = await call("pill_search", query="stateless JWT")
-    assert found.ok == (f"Found 1 pill\nmatch: all words\n\nid: {jwt}\ncompound: decision\n"
+    assert found.ok == (f"Found 1 pill\nmatch: all words\nconfidence: medium\n\nid: {jwt}\ncompound: decision\n"
                         f"title: Use stateless JWT\nbottle: my-project\nsnippet: {fields(found.text)['snippet']}")
     assert "JWT" in fields(found.text)["snippet"]
     across = await call("pill_search", compound="decision")
@@ -296,7 +296,8 @@ async def tour_capsules(call: Call) -> None:
     assert (await call("capsule_compounds", limit=1)).ok == "- convention (2)"
     found = await call("capsule_search", query="makefiles")
     assert list(records(found.ok)[1]) == ["id", "compound", "title", "snippet"]
-    assert found.ok.startswith("Found 1 capsule\nmatch: all words\n\n") and hit_ids(found.text) == [tabs]
+    assert found.ok.startswith("Found 1 capsule\nmatch: all words\nconfidence: medium\n\n")
+    assert hit_ids(found.text) == [tabs]
     assert hit_ids((await call("capsule_search", compound="convention")).ok) == [spare, tabs]
     dropped = await call("capsule_discard", id=spare)
     assert dropped.ok == f"id: {spare}\ndeleted_at: {dropped.fields['deleted_at']}"

@@ -205,7 +205,8 @@ def test_an_original_file_with_more_pills_than_the_users_quota_is_refused(tmp_pa
     async def scenario() -> None:
         async with stdio_client("pillbox", home=home, cwd=project, PILLBOX_HOME=str(home / ".pillbox"),
                                 PILLBOX_MAX_PILLS="4") as client:
-            refused = await caller_for(client)("pill_read", id=_short(pill_id(0)))
+            # A clone's file is read once adopted (pillbox.origin): adopting it imports it, here refused.
+            refused = await caller_for(client)("bottle_vinculate")
             assert refused.code == "incompatible_db"
             assert "its pills table holds 5 rows, over the 4 pills a user may have" in refused.message
 
@@ -257,13 +258,16 @@ def test_an_imported_file_shows_no_terminal_controls_its_real_directory_and_text
 
     async def scenario() -> None:
         async with stdio_session(home, project) as call:
+            # A clone's file is read once adopted (pillbox.origin): adopting it imports it.
+            adopted = (await call("bottle_vinculate")).ok
+            assert "imported from the original Pillbox: 1 bottle, 1 prescription, 4 pills" in adopted
             listing = (await call("bottle_list")).ok
-            assert "imported from the original Pillbox: 1 bottle, 1 prescription, 4 pills" in listing
             # The bottle is where its file really is, not where the file says.
             assert str(project.resolve()) in listing and "/root" not in listing, listing
             found = (await call("pill_search", query="screen clipboard nul bell", limit=10)).ok
             # Escape sequences go whole (the clipboard write's payload with its OSC), control characters alone.
-            for title in ("Clear screen", "Clipboard write", "Nul and backspace", "Bell and C1  colour"):
+            # (a title is printed on one line: runs of white space as one space)
+            for title in ("Clear screen", "Clipboard write", "Nul and backspace", "Bell and C1 colour"):
                 assert f"title: {title}" in found, found
             for index in range(4):
                 text = (await call("pill_read", id=_short(pill_id(index)))).ok

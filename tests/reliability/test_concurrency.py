@@ -36,6 +36,8 @@ def _stdio_worker(n: int, home: Path, project: Path, prescription: str) -> list[
     acknowledged: list[tuple[str, str]] = []
     pending: dict[int, str] = {}
     try:
+        # Another user's memory is read once adopted (pillbox.origin).
+        assert "origin: adopted" in server.call("bottle_vinculate", {}).text
         for i in range(STDIO_WRITES):
             if i % 4 == 3:
                 request = server.request_tool(

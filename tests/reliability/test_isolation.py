@@ -128,14 +128,18 @@ SWEEP: dict[str, dict[str, Entry]] = {
             probes=({}, {"view": "compact", "limit": 200}, {"view": "tree", "tag": MARK},
                     {"includeClaimed": True, "view": "compact"}, {"by": f"{MARK}-secret"}),
         ),
-        "complete_todo": Entry({"id": "todo"}),
+        # force ends a claim of one's own user only: on A's todo it finds nothing.
+        "complete_todo": Entry({"id": "todo"}, {"force": True}),
         "get_todo": Entry({"id": "todo"}),
-        "delete_todo": Entry({"id": "todo"}),
-        "reopen_todo": Entry({"id": "todo"}),
+        "delete_todo": Entry({"id": "todo"}, {"force": True}),
+        "reopen_todo": Entry({"id": "todo"}, {"force": True}),
         # A's claim is A's agents' business: B can neither take it, hand it back, nor see who holds it.
-        "update_todo": Entry({"id": "todo"}, {"name": "bob's", "deadlineAt": None}),
+        "update_todo": Entry({"id": "todo"}, {"name": "bob's", "deadlineAt": None, "force": True}),
         "claim_todo": Entry({"id": "todo"}, {"by": "bob-agent"}),
-        "release_todo": Entry({"id": "todo"}, {"by": "bob-agent"}),
+        "release_todo": Entry({"id": "todo"}, {"by": "bob-agent", "leaseToken": "lease_guessed"}),
+        # claim_next takes only B's own todos: never one of A's, whatever the filter names.
+        "claim_next": Entry({"under": "todo"}, {"by": "bob-agent"},
+                            probes=({"by": "bob-agent", "tag": MARK}, {"by": f"{MARK}-secret", "priority": "high"})),
     },
 }
 

@@ -189,7 +189,8 @@ def test_eight_claimers_through_both_servers_exactly_one_wins(servers, database,
 
 
 def test_a_claim_and_a_concurrent_update_through_the_two_servers_both_hold(servers, database, redis_db):
-    """update_todo through one server while a claim lands through the other: neither writes over the other."""
+    """update_todo through one server while a claim lands through the other: neither writes over the other, and an
+    update that comes second is refused (the todo is then held)."""
     redis_db.flushdb()
     key = database.accounts["olga"]["key"]  # kim's key is revoked by an earlier test
     first, second = servers
@@ -207,15 +208,23 @@ def test_a_claim_and_a_concurrent_update_through_the_two_servers_both_hold(serve
             start.wait()
             return tool_call(http, second, "/mcp", key, "claim_todo", {"id": "both", "by": f"agent-{n}"})
 
+    description = ""
     for n in range(12):
         start = threading.Barrier(2)
         with ThreadPoolExecutor(2) as pool:
             updated, claimed = pool.submit(update, n, start), pool.submit(claim, n, start)
-            assert not updated.result()[0] and not claimed.result()[0], (updated.result(), claimed.result())
+            (refused, text), (claim_failed, claim_text) = updated.result(), claimed.result()
+        assert not claim_failed, claim_text
+        # The update either came first (and stays) or found the claim and was refused, naming its holder.
+        if refused:
+            assert text.startswith(f"Todo both is claimed by agent-{n} until"), text
+        else:
+            description = f"round {n}"
         with psycopg.connect(database.url) as db:
             row = db.execute(
                 "SELECT description, claimed_by, tags, deadline_at IS NOT NULL FROM todos_todo WHERE key = 'both'"
             ).fetchone()
-        assert row == (f"round {n}", f"agent-{n}", ["keep"], True), (n, row)
+        assert row == (description, f"agent-{n}", ["keep"], True), (n, row)
+        lease = json.loads(claim_text)["leaseToken"]
         with httpx2.Client(timeout=60) as http:
-            assert not tool_call(http, first, "/mcp", key, "release_todo", {"id": "both", "by": f"agent-{n}"})[0]
+            assert not tool_call(http, first, "/mcp", key, "release_todo", {"id": "both", "leaseToken": lease})[0]

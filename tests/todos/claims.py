@@ -14,6 +14,7 @@ from typing import Any
 from mcp.client import Client
 
 from tests.todos.helpers import TODO_KEYS, call, put
+from todos.tools.holder import NO_NAME
 
 Expire = Callable[[str, timedelta], Awaitable[None]]
 
@@ -51,11 +52,13 @@ async def scenario_claims(
     await put(first, "cl-root", "Claims root", priority="high")
     made = await put(first, "cl-a", "First step", links=["cl-root"], priority="high")
     await put(first, "cl-b", "Second step", links=["cl-root"])
-    assert await _next_ids(second, second_by) == ["cl-root", "cl-a", "cl-b"]
+    # cl-root waits on its pending sub-tasks: they are next, not it.
+    assert await _next_ids(second, second_by) == ["cl-a", "cl-b"]
 
-    # Claim: the todo carries who and until when, after the seed's keys.
+    # Claim: the todo carries who and until when, after the seed's keys, and the lease token (this answer only).
     claimed = await _ok(first, "claim_todo", id="cl-a", **_by(first_by))
-    assert list(claimed) == [*TODO_KEYS, "claimedBy", "claimedUntil"]
+    assert list(claimed) == [*TODO_KEYS, "claimedBy", "claimedUntil", "leaseToken"]
+    token = claimed["leaseToken"]
     assert claimed["claimedBy"] == first_name
     lease = _instant(claimed["claimedUntil"]) - _instant(claimed["updatedAt"])
     assert timedelta(minutes=29) < lease <= timedelta(minutes=31), lease
@@ -65,7 +68,7 @@ async def scenario_claims(
     # A second claimer is refused, told who holds it and until when.
     refusal = await _refused(second, "claim_todo", id="cl-a", **_by(second_by))
     assert refusal.startswith(f"Todo cl-a is claimed by {first_name} until {until};"), refusal
-    assert "release" in refusal
+    assert "release" in refusal and token not in refusal
 
     # Everyone sees the claim; next_todos leaves it out for the others only.
     assert (await _ok(second, "get_todo", id="cl-a"))["claimedBy"] == first_name
@@ -77,12 +80,16 @@ async def scenario_claims(
     line = next(line for line in compact.splitlines() if "cl-a" in line)
     assert line.endswith(f"@{first_name}"), compact
     assert "@" not in next(line for line in compact.splitlines() if "cl-b" in line)
-    assert await _next_ids(second, second_by) == ["cl-root", "cl-b"]
-    assert await _next_ids(second, second_by, includeClaimed=True) == ["cl-root", "cl-a", "cl-b"]
-    assert await _next_ids(first, first_by) == ["cl-root", "cl-a", "cl-b"], "the claimer's own todo stays"
+    assert await _next_ids(second, second_by) == ["cl-b"]
+    assert await _next_ids(second, second_by, includeClaimed=True) == ["cl-a", "cl-b"]
+    mine = await call(first, "next_todos", under="cl-root", **_by(first_by))
+    assert [todo["id"] for todo in mine.data] == ["cl-b"], "the claimer's own todo is not among those to take"
+    assert [todo["id"] for todo in mine.held] == ["cl-a"], "it is shown apart, held by you"
+    assert "leaseToken" not in mine.text
 
-    # Renewed by the same claimer, from now.
-    renewed = await _ok(first, "claim_todo", id="cl-a", minutes=90, **_by(first_by))
+    # Renewed by its holder (the lease token), from now; the answer does not repeat the token.
+    renewed = await _ok(first, "claim_todo", id="cl-a", minutes=90, leaseToken=token, **_by(first_by))
+    assert "leaseToken" not in renewed
     assert _instant(renewed["claimedUntil"]) - _instant(until) > timedelta(minutes=59)
     assert (await _refused(second, "claim_todo", id="cl-a", **_by(second_by))).startswith(
         f"Todo cl-a is claimed by {first_name} until {renewed['claimedUntil']};"
@@ -91,15 +98,15 @@ async def scenario_claims(
     # Only the holder hands it back; the todo then reads as if never claimed.
     refusal = await _refused(second, "release_todo", id="cl-a", **_by(second_by))
     assert refusal.startswith(f"Todo cl-a is claimed by {first_name} until"), refusal
-    released = await call(first, "release_todo", id="cl-a", **_by(first_by))
+    released = await call(first, "release_todo", id="cl-a", leaseToken=token, **_by(first_by))
     assert not released.is_error and released.text == (await call(first, "get_todo", id="cl-a")).text
     assert "claimedBy" not in released.data and released.data == made
-    assert (await call(first, "release_todo", id="cl-a", **_by(first_by))).text == released.text
+    assert (await call(first, "release_todo", id="cl-a", leaseToken=token, **_by(first_by))).text == released.text
 
     # Free again: the other agent takes it; completing ends the claim; a done todo cannot be claimed.
     taken = await _ok(second, "claim_todo", id="cl-a", minutes=5, **_by(second_by))
-    assert taken["claimedBy"] == second_name
-    done = await _ok(second, "complete_todo", id="cl-a")
+    assert taken["claimedBy"] == second_name and taken["leaseToken"] != token
+    done = await _ok(second, "complete_todo", id="cl-a", leaseToken=taken["leaseToken"])
     assert "claimedBy" not in done and done["completedAt"]
     assert await _refused(first, "claim_todo", id="cl-a", **_by(first_by)) == (
         "Todo cl-a is completed; reopen it before claiming it"
@@ -113,8 +120,9 @@ async def scenario_claims(
     assert "claimedBy" not in await _ok(second, "get_todo", id="cl-b")
     assert "cl-b" in await _next_ids(second, second_by)
     assert "@" not in (await call(second, "next_todos", under="cl-root", view="compact")).text
-    assert (await _ok(second, "claim_todo", id="cl-b", **_by(second_by)))["claimedBy"] == second_name
-    await _ok(second, "release_todo", id="cl-b", **_by(second_by))
+    again = await _ok(second, "claim_todo", id="cl-b", **_by(second_by))
+    assert again["claimedBy"] == second_name
+    await _ok(second, "release_todo", id="cl-b", leaseToken=again["leaseToken"], **_by(second_by))
 
     # Bad input, in words; unknown and deleted todos are not found.
     assert await _refused(first, "claim_todo", id="cl-b", minutes=1441, **_by(first_by)) == (
@@ -132,7 +140,7 @@ async def scenario_by_required_without_a_client_name(client: Client) -> None:
     """A stateless HTTP request before 2026-07-28 does not say who the client is: `by` must be given."""
     await put(client, "cl-anon", "Nameless")
     refusal = await _refused(client, "claim_todo", id="cl-anon")
-    assert refusal.startswith("by is required here: this connection does not tell the client's name"), refusal
+    assert refusal == NO_NAME, refusal
     assert "@" not in (await call(client, "next_todos", view="compact")).text
 
 
@@ -179,14 +187,14 @@ async def scenario_update(client: Client, by: str | None) -> None:
     assert await _refused(client, "update_todo", id="up-none", name="x") == "Todo not found"
     assert await _refused(client, "update_todo", id="up-a", colour="red") == (
         "colour is not an argument of this tool (it takes id, name, description, priority, completedAt, "
-        "deadlineAt, links, tags, blockedBy)"
+        "deadlineAt, links, tags, blockedBy, leaseToken, force)"
     )
 
-    # An update leaves a claim alone; completing through update_todo ends it, as complete_todo does.
-    await _ok(client, "claim_todo", id="up-a", **_by(by))
-    renamed = await _ok(client, "update_todo", id="up-a", name="Patched")
+    # The holder's update leaves its claim alone; completing through update_todo ends it, as complete_todo does.
+    lease = (await _ok(client, "claim_todo", id="up-a", **_by(by)))["leaseToken"]
+    renamed = await _ok(client, "update_todo", id="up-a", name="Patched", leaseToken=lease)
     assert renamed["name"] == "Patched" and "claimedBy" in renamed
-    finished = await _ok(client, "update_todo", id="up-a", completedAt="2026-12-01T10:00:00Z")
+    finished = await _ok(client, "update_todo", id="up-a", completedAt="2026-12-01T10:00:00Z", leaseToken=lease)
     assert finished["completedAt"] == "2026-12-01T10:00:00.000Z" and "claimedBy" not in finished
     reopened = await _ok(client, "update_todo", id="up-a", completedAt=None)
     assert reopened["completedAt"] is None and reopened["name"] == "Patched"

@@ -44,7 +44,18 @@ class Answer:
 
     @property
     def data(self) -> Any:
-        return json.loads(self.text)
+        """The JSON the text holds (next_todos: the todos to take, before the ones held by you)."""
+        return json.loads(self.text.partition(HELD_BY_YOU)[0])
+
+    @property
+    def held(self) -> list[Any]:
+        """next_todos: the todos shown apart as held by you."""
+        apart = self.text.partition(HELD_BY_YOU)[2]
+        return json.loads(apart) if apart else []
+
+
+HELD_BY_YOU = "\nheld by you:\n"
+NO_FREE_TODO = "No free todo."
 
 
 async def call(client: Client, tool: str, /, **arguments: Any) -> Answer:
@@ -52,8 +63,15 @@ async def call(client: Client, tool: str, /, **arguments: Any) -> Answer:
     answer = Answer(text_of(result), bool(result.is_error), result.structured_content)
     if not answer.is_error and tool != "get_list_url" and arguments.get("view") != "compact":
         # The text is the seed's JSON; structured content is the same data (lists wrapped in an object).
+        if tool == "claim_next":
+            claimed = None if answer.text == NO_FREE_TODO else answer.data
+            assert answer.structured == {"todo": claimed}
+            return answer
         data = answer.data
-        assert answer.structured == ({"todos": data} if isinstance(data, list) else data)
+        expected = {"todos": data} if isinstance(data, list) else data
+        if answer.held:
+            expected["heldByYou"] = answer.held
+        assert answer.structured == expected
     return answer
 
 
@@ -92,6 +110,7 @@ async def scenario_listing(client: Client) -> None:
         "reopen_todo",
         "next_todos",
         "update_todo",
+        "claim_next",
         "claim_todo",
         "release_todo",
     }
@@ -330,7 +349,7 @@ async def scenario_prompt(client: Client) -> None:
     assert "We are remodelling the basement" in text
     assert "put_todo" in text and "kebab-case" in text and "links" in text and "root" in text
     assert "Show me the root todo's id" in text
-    assert "claim_todo" in text and "release_todo" in text and "complete_todo" in text
+    assert "claim_next" in text and "leaseToken" in text and "release_todo" in text and "complete_todo" in text
     for bad in ({}, {"premise": "   "}):
         with pytest.raises(MCPError, match="premise is required"):
             await client.get_prompt("start_workspace", bad)
@@ -357,13 +376,28 @@ async def scenario_two_users(alice: Client, alice_uid: str, bob: Client, bob_uid
     for tool in ("complete_todo", "delete_todo", "reopen_todo", *extra):
         assert (await call(alice, tool, id="tu-bob-only", **extra.get(tool, {}))).text == "Todo not found"
     # Claims are between one user's agents: Alice's claim is on her todo only, and Bob's agents never see it.
-    assert (await call(alice, "claim_todo", id="tu-buy-milk", by="alice-agent")).data["claimedBy"] == "alice-agent"
+    alices = (await call(alice, "claim_todo", id="tu-buy-milk", by="alice-agent")).data
+    assert alices["claimedBy"] == "alice-agent"
     assert (await call(bob, "get_todo", id="tu-buy-milk")).data == b
     assert "alice-agent" not in (await call(bob, "list_todos", view="compact")).text
-    assert (await call(bob, "claim_todo", id="tu-buy-milk", by="bob-agent")).data["claimedBy"] == "bob-agent"
+    bobs = (await call(bob, "claim_todo", id="tu-buy-milk", by="bob-agent")).data
+    assert bobs["claimedBy"] == "bob-agent"
     assert (await call(alice, "get_todo", id="tu-buy-milk")).data["claimedBy"] == "alice-agent"
-    assert not (await call(bob, "release_todo", id="tu-buy-milk", by="bob-agent")).is_error
-    done = await call(alice, "complete_todo", id="tu-buy-milk")
+    # Alice's lease token is nothing on Bob's todo, and Bob's writes of his own todo are his.
+    for tool in ("update_todo", "complete_todo", "delete_todo", "reopen_todo"):
+        fields = {"name": "x"} if tool == "update_todo" else {}
+        assert (await call(bob, tool, id="tu-bob-only", leaseToken=alices["leaseToken"], **fields)).is_error is False
+        await call(bob, "put_todo", id="tu-bob-only", name="Bob's secret plan", description="")
+    assert not (await call(bob, "release_todo", id="tu-buy-milk", leaseToken=bobs["leaseToken"])).is_error
+    # claim_next and next_todos never reach the other user's todos: Bob's only free todo is his own.
+    await call(alice, "put_todo", id="tu-alice-free", name="Alice's free todo", description="", priority="high")
+    bob_next = await call(bob, "next_todos", by="bob-agent")
+    assert {todo["uid"] for todo in bob_next.data} == {bob_uid} and "tu-alice-free" not in bob_next.text
+    taken = [(await call(bob, "claim_next", by="bob-agent")).text for _ in range(10)]
+    claimed = [json.loads(text) for text in taken[: taken.index(NO_FREE_TODO)]]
+    assert {todo["uid"] for todo in claimed} == {bob_uid} and "tu-buy-milk" in {todo["id"] for todo in claimed}
+    assert "claimedBy" not in (await call(alice, "get_todo", id="tu-alice-free")).data
+    done = await call(alice, "complete_todo", id="tu-buy-milk", leaseToken=alices["leaseToken"])
     assert done.data["completedAt"] is not None
     assert (await call(bob, "get_todo", id="tu-buy-milk")).data["completedAt"] is None
     await call(bob, "delete_todo", id="tu-buy-milk")

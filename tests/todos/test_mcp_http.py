@@ -88,7 +88,7 @@ def test_todos_http_two_users_with_the_same_ids(site, alice, bob):
     async def scenario() -> None:
         async with http_client(f"{site}/mcp", key=alice.key) as a, http_client(f"{site}/mcp", key=bob.key) as b:
             await helpers.scenario_two_users(a, alice.uid, b, bob.uid)
-            assert (await helpers.usage(a))["count"] == 1 and (await helpers.usage(b))["count"] == 2
+            assert (await helpers.usage(a))["count"] == 2 and (await helpers.usage(b))["count"] == 2
 
     run(scenario())
 

@@ -22,6 +22,7 @@ from accounts.services import hash_key
 from pillbox.models import Pill
 from tests.webui.conftest import make_memory
 from tests.webui.test_list_page import XSS
+from todos import leases
 from todos import services as todo_services
 from todos.access import list_url
 from todos.selectors import todo_get
@@ -204,7 +205,7 @@ def test_list_shows_who_holds_a_claim_and_releases_it(page, live_server, alice):
     hostile = "<img/src=x/onerror=alert('by')>"
     todo_services.todo_put(owner=alice.user, key="deploy", name="Deploy the API", description="")
     todo_services.todo_put(owner=alice.user, key="free", name="Nobody on it", description="")
-    claim = todo_services.todo_claim(owner=alice.user, key="deploy", by=hostile, minutes=45)
+    claim = leases.todo_claim(owner=alice.user, key="deploy", by=hostile, minutes=45)
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(link_for(alice, live_server))

@@ -34,9 +34,11 @@ API_RELEASE_INPUT: dict[str, Any] = {
     "properties": {
         "by": {
             **RELEASE_INPUT["properties"]["by"],
-            "description": "End only this claimer's claim (someone else's live claim is refused, 409); without "
-            "it, whoever holds the claim, as a person on /list does.",
-        }
+            "description": "Release as an agent: only a claim whose leaseToken is given, or one that ran out "
+            "(someone else's live claim is refused, 409). Without by and leaseToken, whoever holds the claim, as a "
+            "person on /list does.",
+        },
+        "leaseToken": RELEASE_INPUT["properties"]["leaseToken"],
     },
     "required": [],
 }

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from accounts.services import account_for
 from api.base import ApiError, ApiView, IsPerson, body, query_arguments, responses, user_of
-from todos import rules, selectors, services
+from todos import leases, rules, selectors, services
 from todos.api.schemas import (
     API_CLAIM_INPUT,
     API_LIST_INPUT,
@@ -221,33 +221,41 @@ class TodoClaimView(TodosView):
     @extend_schema(
         operation_id="todos_claim",
         summary="Claim a todo (someone is working on it)",
-        description="As the claim_todo tool: the todo is `by`'s for `minutes` (30, at most 1440) from now; the "
-        "same claimer renews it. 409 `claimed`, naming the holder and when their lease ends, while someone "
-        "else's claim runs; 409 `conflict` for a completed todo.",
+        description="As the claim_todo tool: the todo is `by`'s for `minutes` (30, at most 1440) from now, and a "
+        "new claim answers `leaseToken` once; the holder renews with it. 409 `claimed`, naming the holder and "
+        "when their lease ends, while someone else's claim runs; 409 `conflict` for a completed todo.",
         parameters=[TODO_ID],
         request=body(API_CLAIM_INPUT, patterns={"by": ID_PATTERN}),
         responses=responses({200: TodoSerializer}, 400, 404, 409),
     )
     def post(self, request: Request, todo_id: str) -> Response:
         values = _claim_body(request, API_CLAIM_INPUT)
-        key = _key(todo_id)
-        return self.answer(
-            services.todo_claim(owner=user_of(request), key=key, by=values["by"], minutes=values["minutes"])
+        todo = leases.todo_claim(
+            owner=user_of(request), key=_key(todo_id), by=values["by"], minutes=values["minutes"],
+            token=values.get("leaseToken"),
         )
+        answer = format_todo(todo, uid=account_for(user_of(request)).uid)
+        if todo.lease_token:
+            answer["leaseToken"] = todo.lease_token
+        return Response(answer)
 
 
 class TodoReleaseView(TodosView):
     @extend_schema(
         operation_id="todos_release",
         summary="Hand a claimed todo back",
-        description="Ends the claim on the todo; a todo nobody holds is returned as it is.",
+        description="Ends the claim on the todo (with by or leaseToken, only the holder's own: 409 otherwise); a "
+        "todo nobody holds is returned as it is.",
         parameters=[TODO_ID],
         request=body(API_RELEASE_INPUT, patterns={"by": ID_PATTERN}),
         responses=responses({200: TodoSerializer}, 400, 404, 409),
     )
     def post(self, request: Request, todo_id: str) -> Response:
         values = _claim_body(request, API_RELEASE_INPUT)
-        return self.answer(services.todo_release(owner=user_of(request), key=_key(todo_id), by=values.get("by")))
+        # With by or a leaseToken the caller releases as an agent; without, as the person the API key stands for.
+        agent = values.get("by") is not None or values.get("leaseToken") is not None
+        holder = leases.Holder(token=values.get("leaseToken")) if agent else None
+        return self.answer(leases.todo_release(owner=user_of(request), key=_key(todo_id), holder=holder))
 
 
 def _action(verb: str, service: Callable[..., Todo], summary: str, description: str) -> type[TodosView]:

@@ -105,10 +105,13 @@ UPDATE_FIELDS = {
 }
 
 
-def update_fields(arguments: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+def update_fields(
+    arguments: Any, schema: Mapping[str, Any] = UPDATE_INPUT
+) -> tuple[str, dict[str, Any], dict[str, str]]:
     """``update_todo``'s arguments: the id, the changes as ``services.todo_update`` takes them (a field sent as
-    null takes its cleared value), and one sentence per bad field (shared with the REST API)."""
-    values, problems = read(UPDATE_INPUT, arguments, multiline=("description",))
+    null takes its cleared value), and one sentence per bad field (shared with the REST API; the tool's ``schema``
+    adds the holder's arguments, read apart)."""
+    values, problems = read(schema, arguments, multiline=("description",))
     field_rules(values, problems)
     given = arguments if isinstance(arguments, Mapping) else {}
     cleared = [name for name in UPDATE_FIELDS if name in given and given[name] is None]
@@ -122,10 +125,11 @@ def update_fields(arguments: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
     return values.get("id", ""), changes, problems
 
 
-def put_fields(arguments: Any) -> tuple[dict[str, Any], dict[str, str]]:
+def put_fields(arguments: Any, schema: Mapping[str, Any] = PUT_INPUT) -> tuple[dict[str, Any], dict[str, str]]:
     """``put_todo``'s arguments as ``services.todo_put`` takes them, and one sentence per bad field (shared with
-    the REST API, so both refuse the same input in the same words; each raises its own error)."""
-    values, problems = read(PUT_INPUT, arguments, multiline=("description",))
+    the REST API, so both refuse the same input in the same words; each raises its own error; the tool's
+    ``schema`` adds the holder's arguments, read apart)."""
+    values, problems = read(schema, arguments, multiline=("description",))
     field_rules(values, problems)
     completed_at = read_instant(values, "completedAt", problems)
     deadline_at = read_instant(values, "deadlineAt", problems)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from mcp_bridge.tools import Caller, Tool, ToolReply
 from todos import selectors
 from todos.tools.arguments import Arguments
-from todos.tools.claims import BY_SCHEMA, CLAIMS_HELP, claimer
+from todos.tools.claims import CLAIMS_HELP
 from todos.tools.filters import FILTER_HELP, FILTERS, VIEW, read_listing
-from todos.tools.replies import domain_errors, todos_reply
-from todos.tools.schemas import TODO_LIST_SCHEMA, object_schema
+from todos.tools.holder import BY_SCHEMA, claimer
+from todos.tools.replies import domain_errors, next_reply, todos_reply
+from todos.tools.schemas import NEXT_LIST_SCHEMA, TODO_LIST_SCHEMA, object_schema
 
 LIST_INPUT = object_schema(
     {
@@ -37,8 +38,8 @@ NEXT_INPUT = object_schema(
         },
         "by": {
             **BY_SCHEMA,
-            "description": "The name you claim with: todos you claimed stay in the answer. Default: your MCP "
-            "client's name.",
+            "description": "The name you claim with: the todos you hold are shown apart, under `held by you`. "
+            "Default: your MCP client's name (over HTTP: your API key's or OAuth client's name).",
         },
     }
 )
@@ -94,7 +95,7 @@ def search_todos(caller: Caller, arguments: Arguments) -> ToolReply:
 @domain_errors
 def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
     values, filters = read_listing(NEXT_INPUT, arguments)
-    todos = selectors.todo_next(
+    found = selectors.todo_next_apart(
         owner=caller.user,
         limit=values["limit"],
         filters=filters,
@@ -102,7 +103,7 @@ def next_todos(caller: Caller, arguments: Arguments) -> ToolReply:
         include_claimed=values["includeClaimed"],
     )
     # Indenting sub-tasks under their parent would reorder them; here the order is the answer.
-    return todos_reply(caller, todos, values["view"], nest=False)
+    return next_reply(caller, found.todos, found.held, values["view"])
 
 
 LIST_TODOS = Tool(
@@ -136,13 +137,15 @@ SEARCH_TODOS = Tool(
 NEXT_TODOS = Tool(
     name="next_todos",
     title="What to do next",
-    description="The todos to work on next, in the order to take them: pending and not blocked (every "
-    "blockedBy todo completed), overdue ones first, then by priority (high to low), soonest deadline (none "
-    f"last) and age (oldest first). At most limit (10) todos. Todos someone else has claimed are left out "
-    f"(includeClaimed to see them); yours stay. {FILTER_HELP} The compact view keeps that order, one line "
+    description="The todos to work on next, in the order to take them (the order of the /list page's Next): "
+    "pending and not blocked (every blockedBy todo completed), overdue ones first, then by priority (high to "
+    "low), soonest deadline (none last) and age (oldest first). An umbrella todo whose sub-tasks are still "
+    "pending is not next: its free sub-tasks take its place. At most limit (10) todos. Todos someone else has "
+    "claimed are left out (includeClaimed to see them); the ones you hold come after the list, apart, under "
+    f"`held by you` (heldByYou in structured content). {FILTER_HELP} The compact view keeps that order, one line "
     f"per todo, without indenting sub-tasks (a sub-task names its parent at the end). {CLAIMS_HELP}",
     input_schema=NEXT_INPUT,
-    output_schema=TODO_LIST_SCHEMA,
+    output_schema=NEXT_LIST_SCHEMA,
     handler=next_todos,
     read_only=True,
     idempotent=True,

@@ -53,6 +53,29 @@ TODO_SCHEMA: dict[str, Any] = {
     "required": list(TODO_KEYS),
     "additionalProperties": False,
 }
+CLAIMED_SCHEMA: dict[str, Any] = {
+    **TODO_SCHEMA,
+    "properties": {
+        **TODO_SCHEMA["properties"],
+        "leaseToken": {
+            "type": "string",
+            "description": "Present when the claim is new, and only in this answer: keep it to renew, release and "
+            "write the todo as its holder.",
+        },
+    },
+}
+ENDED_CLAIM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"claimedBy": {"type": "string"}, "claimedUntil": {"type": "string", "format": "date-time"}},
+    "required": ["claimedBy", "claimedUntil"],
+    "additionalProperties": False,
+    "description": "Present when force: true ended another agent's claim: whose it was and when it would have "
+    "ended.",
+}
+WRITTEN_SCHEMA: dict[str, Any] = {
+    **TODO_SCHEMA,
+    "properties": {**TODO_SCHEMA["properties"], "endedClaim": ENDED_CLAIM_SCHEMA},
+}
 LISTED_TODO_SCHEMA: dict[str, Any] = {
     **TODO_SCHEMA,
     "properties": {
@@ -69,6 +92,19 @@ TODO_LIST_SCHEMA: dict[str, Any] = {
     "properties": {"todos": {"type": "array", "items": LISTED_TODO_SCHEMA}},
     "required": ["todos"],
     "additionalProperties": False,
+}
+
+
+NEXT_LIST_SCHEMA: dict[str, Any] = {
+    **TODO_LIST_SCHEMA,
+    "properties": {
+        **TODO_LIST_SCHEMA["properties"],
+        "heldByYou": {
+            "type": "array",
+            "items": LISTED_TODO_SCHEMA,
+            "description": "The todos you hold a live claim on, apart from the ones to take; present when not empty.",
+        },
+    },
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp_bridge.tools import Tool, ToolSet
-from todos.tools.claims import CLAIM_TODO, RELEASE_TODO
+from todos.tools.claims import CLAIM_NEXT, CLAIM_TODO, RELEASE_TODO
 from todos.tools.list_info import GET_LIST_URL, GET_LIST_USAGE
 from todos.tools.listing import LIST_TODOS, NEXT_TODOS, SEARCH_TODOS
 from todos.tools.todo import COMPLETE_TODO, DELETE_TODO, GET_TODO, PUT_TODO, REOPEN_TODO, UPDATE_TODO
@@ -18,6 +18,7 @@ TOOLS: tuple[Tool, ...] = (
     NEXT_TODOS,
     COMPLETE_TODO,
     UPDATE_TODO,
+    CLAIM_NEXT,
     CLAIM_TODO,
     RELEASE_TODO,
     GET_TODO,
@@ -30,8 +31,9 @@ TOOLSET = ToolSet(
     version="0.1.0",
     instructions="The user's to-do list. Todos have ids you choose (kebab-case); put_todo creates or replaces "
     "one and update_todo changes some of its fields, list_todos and search_todos find them, next_todos says what "
-    "to do next, complete_todo checks one off. claim_todo marks one as yours while you work on it (others' "
-    "next_todos skip it), release_todo hands it back. Sub-tasks list their root todo's id in links; blockedBy "
+    "to do next, complete_todo checks one off. claim_next takes the next free todo as yours while you work on "
+    "it (claim_todo takes one by id; others' next_todos skip it and their writes of it are refused), "
+    "release_todo hands it back. Sub-tasks list their root todo's id in links; blockedBy "
     "makes a todo wait on others. "
     "get_list_url gives the user a web page with their list.",
     internal_error_text="Internal error: the todo list could not be reached; try again",

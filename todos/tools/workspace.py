@@ -25,8 +25,11 @@ def start_workspace(arguments: Mapping[str, str]) -> list[tuple[Literal["user", 
         "2. Show me the root todo's id.\n"
         "3. Ask me for the sub-tasks. Create each one with put_todo, with its own kebab-case id and "
         '`links: ["<root id>"]` so it hangs under the root todo.\n'
-        "4. Other agents and I may work on this list too: before you start on a todo, claim it with claim_todo "
-        "(renew the claim on long work), and complete_todo it when done or release_todo it if you stop."
+        "4. Other agents and I may work on this list too: take each todo to work on with claim_next (with "
+        '`under: "<root id>"`): it claims the next free todo for you in one call, so no two agents take the same '
+        "one. Keep the leaseToken it answers: renew the claim with claim_todo on long work, and complete_todo the "
+        "todo when done or release_todo it if you stop, passing that leaseToken. A todo another agent holds is "
+        "theirs: leave it, unless I ask you to take it over (force: true)."
     )
     return [("user", text)]
 

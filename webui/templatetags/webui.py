@@ -1,4 +1,5 @@
-"""Template helpers for the people's pages: Markdown, short ids, and the values of a todo's edit form."""
+"""Template helpers for the people's pages: Markdown, short ids, names read from a file shaped to one line, where a
+bottle's file really is, and the values of a todo's edit form."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from django import template
 from django.utils.safestring import SafeString
 
 from pillbox.ids import short
+from pillbox.models import Registration
+from pillbox.shaping import one_line
+from pillbox.texts import real_directory
 from todos.models import Todo
 from webui.forms import TodoForm
 from webui.markdown import render_markdown
@@ -24,6 +28,18 @@ def markdown_filter(text: str) -> SafeString:
 @register.filter(name="short_id")
 def short_id(value: uuid.UUID) -> str:
     return short(value)
+
+
+@register.filter(name="one_line")
+def one_line_filter(text: str) -> str:
+    """A name, a title or a path read from a project's file (anyone's to write): one line, no control or format
+    character (U+202E would reverse what follows it on the page)."""
+    return one_line(str(text or ""), 4096)
+
+
+@register.filter(name="real_directory")
+def real_directory_filter(entry: Registration) -> str:
+    return real_directory(entry)
 
 
 @register.filter

@@ -1,4 +1,5 @@
-"""`manage.py createkey NAME [--create]`: a new API key for an existing user (a typo never creates anyone)."""
+"""`manage.py createkey NAME [--label L] [--create]`: a new API key for an existing user (a typo never makes
+anyone)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -14,7 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--name", default="", help="a label for the key")
+        parser.add_argument("--label", "--name", dest="name", default="",
+                            help="a label for the key, e.g. laptop-claude; agents claiming todos with it are known "
+                            "by it")
         parser.add_argument("--create", action="store_true", help="create the user when there is none by that name")
 
     def handle(self, *args: object, username: str, name: str, create: bool, **options: object) -> None:

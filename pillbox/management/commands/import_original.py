@@ -164,11 +164,16 @@ class Command(BaseCommand):
         """A project named on the command line joins the user's registry, as bottle_vinculate would."""
         from pillbox.access import register, relink
         from pillbox.databases import open_local
-        from pillbox.models import Bottle, Registration
+        from pillbox.models import Bottle, OwnedFile, Registration
+        from pillbox.origin import Ledger, record
 
         if self.owner is None:
             return
-        for bottle in Bottle.objects.using(open_local(path)):
+        alias = open_local(path)
+        # Named by the person, from their own original Pillbox: theirs (pillbox.origin), as the registry's files are.
+        if Ledger(self.owner).owned(path) is None:
+            record(user=self.owner, path=path, alias=alias, origin=OwnedFile.UPGRADED)
+        for bottle in Bottle.objects.using(alias):
             clash = Registration.objects.filter(user=self.owner, name=bottle.name).exclude(bottle_id=bottle.id)
             if clash.exists():
                 self.stdout.write(f"{path}: not registered: you already have another bottle named {bottle.name}")

@@ -5,7 +5,10 @@ bottle, then pills chosen from the whole bottle (lasting ones, recent and often-
 recent session) and the user's capsules; the last line says what was left out and which tool shows it.
 Claude Code runs it as a SessionStart hook (``manage.py connect claude-code --hooks``) and puts what it prints
 into the new session's context. A hook must never stand in the way of a session: any failure prints one line and
-exits 0.
+exits 0, and so does a read that passes ``PILLBOX_RECALL_SECONDS``.
+
+A memory the user's Pillbox did not make here and the user did not adopt (one committed in a cloned repository:
+pillbox.origin) is never printed: one line says it is there, how many pills it holds and how to adopt it.
 """
 
 from __future__ import annotations
@@ -58,11 +61,22 @@ class Command(BaseCommand):
         parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most characters to print")
 
     def handle(self, *args: object, user: str | None, budget: int, **options: object) -> None:
+        from django.conf import settings
+
+        from pillbox import deadlines
+
+        seconds = settings.PILLBOX_RECALL_SECONDS
         try:
-            text = self.recall(user or os.environ.get("PILLBOX_USER") or getpass.getuser(), Path.cwd(), budget)
-        except Exception:  # a broken hook would greet every session with a trace
-            logger.exception("recall failed")
-            text = "Pillbox: the memory of this directory could not be read (see the server log)."
+            with deadlines.overall(seconds):
+                text = self.recall(user or os.environ.get("PILLBOX_USER") or getpass.getuser(), Path.cwd(), budget)
+        except Exception as exc:  # a broken hook would greet every session with a trace
+            if deadlines.interrupted(exc) or isinstance(exc, deadlines.ReadStopped):
+                logger.warning("recall gave up after %g s: %s", seconds, exc)
+                text = (f"Pillbox: gave up reading the memory of this directory after {seconds:g} s "
+                        "(PILLBOX_RECALL_SECONDS); nothing of it is shown. Look at its .pillbox/pillbox.db.")
+            else:
+                logger.exception("recall failed")
+                text = "Pillbox: the memory of this directory could not be read (see the server log)."
         self.stdout.write(text)
 
     def recall(self, username: str, workdir: Path, budget: int) -> str:
@@ -72,11 +86,16 @@ class Command(BaseCommand):
         from pillbox import selectors, session_start, texts
         from pillbox.access import reach_for
         from pillbox.ids import short
-        from pillbox.models import Bottle
+        from pillbox.models import Bottle, OwnedFile
+        from pillbox.shaping import one_line
 
         ensure_global_db()
         caller = Caller(user=user_get_or_create(username=username), transport="stdio", workdir=workdir)
         reach = reach_for(caller)
+        if reach.foreign is not None:
+            return session_start.foreign_line(reach.foreign)
+        if reach.unreadable is not None:
+            return f"Pillbox: the memory of this directory is not read. {one_line(reach.unreadable.message, 1000)}"
         bottle = None
         if reach.current_path is not None:
             mine = reach.bottles_in(reach.current)
@@ -91,8 +110,12 @@ class Command(BaseCommand):
             header = "Pillbox: this directory's bottle is not in your registry; bottle_vinculate links it."
             return session_start.render(header=header, sessions="", memory=memory, budget=budget)
         # Where the file really is, not the directory a copied or crafted file claims.
-        project = reach.current_path.parent.parent
-        header = (f"Pillbox memory of this directory: bottle {bottle.name} ({short(bottle.id)}), "
+        project = one_line(str(reach.current_path.parent.parent), 4096)
+        label = ""
+        if reach.owned is not None and reach.owned.origin == OwnedFile.ADOPTED:
+            label = (f" (adopted {reach.owned.recorded_at:%Y-%m-%d}: written elsewhere, not by your Pillbox; its "
+                     f"bottle named {one_line(reach.owned.claimed_directory, 300) or 'no directory'})")
+        header = (f"Pillbox memory of this directory{label}: bottle {one_line(bottle.name)} ({short(bottle.id)}), "
                   f"{project}\n\n# bottle_context\n")
         context = selectors.bottle_context(reach=reach, bottle_id=bottle.id.hex, limit=PRESCRIPTIONS)
         sessions = fit(texts.bottle_context(context), budget // 3, "… (more with bottle_context)")

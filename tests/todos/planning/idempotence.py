@@ -24,6 +24,8 @@ async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, usern
     await put(client, "ip-first", "Done first", links=["ip-root"])
     await put(client, "ip-closed", "Closed before", links=["ip-root"], completedAt="2026-01-01T08:00:00Z")
     await put(client, "ip-gone", "Deleted once", links=["ip-root"])
+    # Claimed for release_todo to hand back; the writes of it show the lease token, as its holder does.
+    lease = (await ok(client, "claim_todo", id="ip-root", by="ip-agent")).data["leaseToken"]
     twice: dict[str, list[dict[str, Any]]] = {
         # The writes first, then the reads see what they left.
         "put_todo": [
@@ -34,8 +36,9 @@ async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, usern
         ],
         "complete_todo": [{"id": "ip-first"}],
         "reopen_todo": [{"id": "ip-closed"}],
-        "update_todo": [{"id": "ip-root", "description": "changed once"}, {"id": "ip-first", "deadlineAt": None}],
-        "release_todo": [{"id": "ip-root", "by": "ip-agent"}],
+        "update_todo": [{"id": "ip-root", "description": "changed once", "leaseToken": lease},
+                        {"id": "ip-first", "deadlineAt": None}],
+        "release_todo": [{"id": "ip-root", "leaseToken": lease}],
         "get_todo": [{"id": "ip-root"}, {"id": "ip-gone"}],
         "list_todos": [
             {"under": "ip-root"},
@@ -55,7 +58,6 @@ async def scenario_idempotent_hints(client: Client, list_owner: ListOwner, usern
         return listed.text, (await ok(client, "get_list_usage")).text
 
     await ok(client, "delete_todo", id="ip-gone")
-    await ok(client, "claim_todo", id="ip-root", by="ip-agent")  # for release_todo to hand back
     for tool, calls in twice.items():
         for arguments in calls:
             first = await ok(client, tool, **arguments)

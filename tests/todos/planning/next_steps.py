@@ -29,13 +29,14 @@ async def scenario_next(client: Client) -> None:
     await put(client, "nx-done", "Done", priority="high", links=["nx-root"])
     await ok(client, "complete_todo", id="nx-done")
     await put(client, "nx-blocked", "Blocked", priority="high", links=["nx-root"], blockedBy=["nx-med-soon"])
-    expected = [key for key, _, _ in order[:4]] + ["nx-med-none-old", "nx-med-none-new", "nx-root"]
+    # nx-root is an umbrella with pending sub-tasks: they are next, not it.
+    expected = [key for key, _, _ in order[:4]] + ["nx-med-none-old", "nx-med-none-new"]
     assert await ids(client, "next_todos", under="nx-root") == expected
     assert await ids(client, "next_todos", under="nx-root", limit=3) == expected[:3]
     assert await ids(client, "next_todos", under="nx-root", priority="medium") == expected[3:6]
     compact = (await ok(client, "next_todos", under="nx-root", view="compact", limit=1)).text
     assert compact == f"nx-overdue-low · low · {order[0][2]:%Y-%m-%d %H:%M} overdue · nx-overdue-low"
-    # The compact lines keep the order to take them: a sub-task is not moved under its root (nx-root, last).
+    # The compact lines keep the order to take them.
     lines = (await ok(client, "next_todos", under="nx-root", view="compact")).text.splitlines()
     assert [line.split(" · ")[0] for line in lines] == expected
     assert (await ok(client, "next_todos", under="nx-done", view="compact")).text == "No todos."
@@ -48,12 +49,12 @@ async def scenario_next_default_limit(client: Client) -> None:
     assert listed["next_todos"].input_schema["properties"]["limit"]["default"] == 10
     await put(client, "nl-root", "Twelve steps", priority="low")
     steps = [f"nl-{number:02d}" for number in range(1, 13)]
-    for key in steps:  # medium, no deadline: taken oldest first, all before the low root
+    for key in steps:  # medium, no deadline: taken oldest first; the root waits on them
         await put(client, key, f"Step {key}", links=["nl-root"])
     await put(client, "nl-waits", "Waits on the first", priority="high", links=["nl-root"], blockedBy=["nl-01"])
     await put(client, "nl-done", "Already done", priority="high", links=["nl-root"])
     await ok(client, "complete_todo", id="nl-done")
-    everything = [*steps, "nl-root"]  # 13 eligible: nl-waits is blocked, nl-done completed
+    everything = steps  # 12 eligible: nl-waits is blocked, nl-done completed, nl-root waits on its sub-tasks
     assert await ids(client, "next_todos", under="nl-root", limit=200) == everything
     default = await ok(client, "next_todos", under="nl-root")
     assert [todo["id"] for todo in default.data] == everything[:10]
@@ -61,7 +62,7 @@ async def scenario_next_default_limit(client: Client) -> None:
     compact = (await ok(client, "next_todos", under="nl-root", view="compact")).text.splitlines()
     assert [line.split(" · ")[0] for line in compact] == everything[:10]
     tree = (await ok(client, "next_todos", under="nl-root", view="tree")).data
-    # nl-root is eleventh, so not in the answer: each step is a root of its own, still in the order to take them.
+    # nl-root is not in the answer: each step is a root of its own, still in the order to take them.
     assert [todo["id"] for todo in tree] == everything[:10] and not any("subtasks" in todo for todo in tree)
 
 
@@ -89,7 +90,7 @@ async def scenario_next_filters(client: Client) -> None:
     async def next_ids(**arguments: Any) -> list[str]:
         return await ids(client, "next_todos", under="nd-root", **arguments)
 
-    assert await next_ids() == ["nd-past", "nd-high-soon", "nd-none", "nd-soon", "nd-late", "nd-root"]
+    assert await next_ids() == ["nd-past", "nd-high-soon", "nd-none", "nd-soon", "nd-late"]
     assert await next_ids(tag="ops") == ["nd-past", "nd-high-soon", "nd-none", "nd-late"]
     assert await next_ids(tag="OPS") == await next_ids(tag="ops")
     assert await next_ids(tag="db") == ["nd-high-soon"]

@@ -100,15 +100,16 @@ async def scenario_tree_on_search_and_next(client: Client) -> None:
     alone = await ok(client, "search_todos", query="trim", under="tr-house", view="tree")
     assert [todo["id"] for todo in alone.data] == ["tr-trim"] and list(alone.data[0]) == [*TODO_KEYS, "tags"]
     assert (await ok(client, "search_todos", query="zqxjv wqpfz", under="tr-house", view="tree")).text == "[]"
-    # next_todos: siblings keep the order to take them; tr-dry is blocked, so it is in neither answer.
-    order = ["tr-walls", "tr-trim", "tr-shop", "tr-house"]
+    # next_todos: tr-house and tr-walls wait on their pending sub-tasks, tr-dry is blocked: none is next. tr-trim
+    # takes the place of tr-walls (high) before tr-shop; each is a root of the tree, its parent not in the answer.
+    order = ["tr-trim", "tr-shop"]
     assert await ids(client, "next_todos", under="tr-house") == order
     nested = (await ok(client, "next_todos", under="tr-house", view="tree")).data
-    assert _tree_edges(nested) == [(None, "tr-house"), ("tr-house", "tr-walls"), ("tr-walls", "tr-trim"),
-                                   ("tr-house", "tr-shop")]
-    # With a limit tr-house falls outside the answer: tr-walls is a root of it, tr-trim still under it.
-    cut = (await ok(client, "next_todos", under="tr-house", view="tree", limit=2)).data
-    assert _tree_edges(cut) == [(None, "tr-walls"), ("tr-walls", "tr-trim")]
-    three = (await ok(client, "next_todos", under="tr-house", view="tree", limit=3)).data
-    assert _tree_edges(three) == [(None, "tr-walls"), ("tr-walls", "tr-trim"), (None, "tr-shop")]
+    assert _tree_edges(nested) == [(None, "tr-trim"), (None, "tr-shop")]
+    # Once tr-trim is done, tr-walls has no pending sub-task left: it is next again, and the tree nests nothing.
+    await ok(client, "complete_todo", id="tr-trim")
+    assert await ids(client, "next_todos", under="tr-house") == ["tr-walls", "tr-shop"]
+    cut = (await ok(client, "next_todos", under="tr-house", view="tree", limit=1)).data
+    assert _tree_edges(cut) == [(None, "tr-walls")]
+    await ok(client, "reopen_todo", id="tr-trim")
     assert (await ok(client, "next_todos", under="tr-shop", tag="detail", view="tree")).text == "[]"

@@ -58,7 +58,7 @@ def backwards_for(table: str):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("pillbox", "0008_fts_scoped_words")]
+    dependencies = [("pillbox", "0009_file_origin")]
 
     operations = [
         migrations.RunPython(
