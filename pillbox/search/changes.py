@@ -1,4 +1,4 @@
-"""What changed in a database since a cache read it: the entries of its change log (migration 0010) after the
+"""What changed in a database since a cache read it: the entries of its change log (migration 0011) after the
 cache's ``Position``, so that the cache re-reads the rows that changed instead of its whole scope.
 
 A cache takes its position (``position``) in the same snapshot as its full read (``snapshot``), then asks

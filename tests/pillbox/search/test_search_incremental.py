@@ -1,5 +1,5 @@
 """A search after a write reads the rows that changed, not the scope: the vectors and the vocabulary kept in
-memory follow the change log (migration 0010) through stores, revises, discards, restores, purges and imports,
+memory follow the change log (migration 0011) through stores, revises, discards, restores, purges and imports,
 written by this connection or by another process, and end up what a fresh read of the scope would give."""
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ def test_the_change_log_migration_goes_back_and_forth(alice):
     from django.apps import apps as django_apps
     from django.db import connections
 
-    log = import_module("pillbox.migrations.0010_change_log")
+    log = import_module("pillbox.migrations.0011_change_log")
     memory = Memory(alice, "ops")
     with connections[GLOBAL].schema_editor() as editor:
         log.backwards(django_apps, editor)

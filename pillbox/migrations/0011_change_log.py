@@ -27,6 +27,8 @@ ROWS = (("pillbox_pill", "pill", "prescription_id"), ("pillbox_capsule", "capsul
 VECTORS = (("pillbox_pill_vector", "pill_vector", "pillbox_pill", "pill_id"),
            ("pillbox_capsule_vector", "capsule_vector", "pillbox_capsule", "capsule_id"))
 WATCHED = "title, content, compound, deleted_at"
+# What a project's own file holds (no capsules): its triggers are the ones pillbox.judge lets a file have.
+LOCAL_TABLES = frozenset({"pillbox_pill", "pillbox_pill_vector", "pillbox_prescription"})
 
 
 def _old_entry(kind: str, scope: str) -> str:
@@ -159,6 +161,6 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("pillbox", "0009_postgres_words_and_lengths")]
+    dependencies = [("pillbox", "0010_postgres_words_and_lengths")]
 
     operations = [migrations.RunPython(forwards, backwards, hints={"model_name": "pill"})]
