@@ -56,6 +56,18 @@ class TypoIndex:
         self.keys = all_keys[order]
         self.owners = np.concatenate(owners)[order]
         self.words = words
+        # Words added and removed since the build (a vocabulary kept in step with writes): filed apart.
+        self.added: dict[int, set[str]] = {}
+        self.gone: set[str] = set()
+
+    def add(self, word: str) -> None:
+        self.gone.discard(word)
+        head = word[:TYPO_PREFIX]
+        for key in {_pack(head), *(_pack(head[:at] + head[at + 1:]) for at in range(len(head)))}:
+            self.added.setdefault(key, set()).add(word)
+
+    def remove(self, word: str) -> None:
+        self.gone.add(word)
 
     @property
     def nbytes(self) -> int:
@@ -73,7 +85,9 @@ class TypoIndex:
         lows = np.searchsorted(self.keys, probes, side="left")
         highs = np.searchsorted(self.keys, probes, side="right")
         ids = {int(owner) for low, high in zip(lows, highs, strict=True) for owner in self.owners[low:high]}
-        return [self.words[at] for at in ids if abs(len(self.words[at]) - len(term)) <= MAX_LEN_DIFF]
+        found = {self.words[at] for at in ids}
+        found.update(word for probe in probes for word in self.added.get(int(probe), ()))
+        return [word for word in found if word not in self.gone and abs(len(word) - len(term)) <= MAX_LEN_DIFF]
 
 
 TYPO_KEY_BASE = 1_000_003  # odd: multiplying by it modulo 2**64 loses nothing of the characters before
