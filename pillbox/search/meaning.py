@@ -183,6 +183,9 @@ def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
     return vectors
 
 
+MEASURABLE = 3  # vectors in a scope from which the cosine's spread means something (z of 2 rows is always 1)
+
+
 @dataclass(frozen=True)
 class Spread:
     """How the query's cosine is spread over the scope: its best, and how far that stands above the rest
@@ -199,7 +202,9 @@ class Spread:
         ``margin``: a scope of 12 rows needs z 2.2, of 1,442 rows 3.8, of 20,000 rows 4.5."""
         import math
 
-        return self.rows > 1 and self.z >= math.sqrt(2 * math.log(self.rows)) + margin
+        if self.rows < MEASURABLE:  # one or two vectors (a new memory, or one whose vectors are being written)
+            return self.rows > 0  # say nothing of a spread, and the model decides as it always did
+        return self.z >= math.sqrt(2 * math.log(self.rows)) + margin
 
 
 def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, compound: str | None,
