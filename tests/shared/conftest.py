@@ -21,7 +21,7 @@ from tests.shared.servers import (
 AUTH_LIMIT = 5
 LOGIN_LIMIT = 4
 LIMITS = {"AUTH_FAILURE_RATE_LIMIT": str(AUTH_LIMIT), "LOGIN_RATE_LIMIT": str(LOGIN_LIMIT)}
-USERS = ["carol", "erin", "olga", "kim"]
+USERS = ["carol", "erin", "olga", "kim", "nina"]
 
 
 @pytest.fixture(scope="package")

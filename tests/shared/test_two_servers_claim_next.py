@@ -40,7 +40,7 @@ def _race(servers: list[str], key: str, calls: int) -> dict[str, list[str]]:
 
 def test_eight_agents_claim_next_through_both_servers_none_twice_none_passed_over(servers, database, redis_db):
     redis_db.flushdb()
-    key = database.accounts["kim"]["key"]
+    key = database.accounts["nina"]["key"]  # her own: an earlier test revokes kim's key
     count = AGENTS * CALLS_PER_AGENT
     with httpx2.Client(timeout=60) as http:
         call(http, servers[0], "/mcp", key, "put_todo", {"id": "cn2-root", "name": "Work for eight", "description": ""})
