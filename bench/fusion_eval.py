@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,7 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     covered = max((c[1] for c in record["lexical"]), default=0.0)
     spread = record["spread"]
     from pillbox.search.meaning import Spread
+    from pillbox.search.results import ALL_WORDS, MEANING, SOME_WORDS, Hit
 
     z = (spread["max"] - spread["mean"]) / spread["std"] if spread and spread["std"] > 1e-9 else 0.0
     strong = Spread(spread.get("max", 0.0), z, len(record["ids"])).stands_out(engine.STRONG_MARGIN)
@@ -64,11 +66,10 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     if not ranked:
         return [], ""
     c, _, s = pool[ranked[0]]
-    closest = bool(spread) and s >= spread["max"] - 1e-6
-    every = c >= 0.9 * terms
-    level = (engine.HIGH if every and closest and s >= engine.HIGH_SIMILARITY
-             else engine.MEDIUM if every or (not c and strong and s >= engine.HIGH_SIMILARITY)
-             else engine.LOW)
+    match = ALL_WORDS if c >= 0.9 * terms else SOME_WORDS if c else MEANING
+    first = Hit(id=uuid.UUID(int=0), seq=ranked[0], compound="", title="", snippet="", bottle_id=None, score=0.0,
+                match=match, similarity=s)
+    level = engine.confidence(first, Spread(spread.get("max", 0.0), z, len(record["ids"])), meaning_on=True)
     return ranked, level
 
 

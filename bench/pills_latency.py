@@ -240,3 +240,26 @@ def print_latency(result: dict[str, Any]) -> None:
             ratio(r["engine_off_p50"], r["bare_p50"]), cell(r, "ours_on_p95"), cell(r, "ours_off_p95"),
         ]) + " |")
 
+
+def embedded_source(root: Path, items: list[dict[str, Any]]) -> tuple[Project, dict[str, str]]:
+    """The public set stored through the tools in a project of its own, every vector written: what the scaled
+    copies take their vectors from (``scaled``)."""
+    from pills_quality import embeddings, store_public
+
+    from pillbox.embeddings import backfill
+
+    source = Project(root, "source")
+    embeddings(False)
+    mapping = store_public(source, items)
+    embeddings(True)
+    backfill.backfill(source.alias(), "pill")
+    return source, mapping
+
+
+def scaled(root: Path, source: Project, mapping: dict[str, str], items: list[dict[str, Any]], size: int) -> Project:
+    """A project holding the public set replicated to ``size`` pills, each with its source pill's vector."""
+    project = Project(root, f"n{size}")
+    bulk_fill(project, replicated(items, size))
+    copy_vectors(source.alias(), project, items, mapping)
+    return project
+

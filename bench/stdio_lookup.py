@@ -35,19 +35,9 @@ WARM_QUESTION = "where are backups of postgres kept"
 
 
 def build(tmp: Path, size: int) -> pills_quality.Project:
-    data = json.loads((DATA / "pills_recall_s1.json").read_text(encoding="utf-8"))
-    items = data["items"]
-    source = pills_quality.Project(tmp / "projects", "source")
-    pills_quality.embeddings(False)
-    mapping = pills_quality.store_public(source, items)
-    pills_quality.embeddings(True)
-    from pillbox.embeddings import backfill
-
-    backfill.backfill(source.alias(), "pill")
-    big = pills_quality.Project(tmp / "projects", f"n{size}")
-    pills_latency.bulk_fill(big, pills_latency.replicated(items, size))
-    pills_latency.copy_vectors(source.alias(), big, items, mapping)
-    return big
+    items = json.loads((DATA / "pills_recall_s1.json").read_text(encoding="utf-8"))["items"]
+    source, mapping = pills_latency.embedded_source(tmp / "projects", items)
+    return pills_latency.scaled(tmp / "projects", source, mapping, items, size)
 
 
 def p50_ms(timings: list[float]) -> float:

@@ -110,19 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         setup_django(tmp / "home")
         items = data["items"]
-        source = pills_quality.Project(tmp / "projects", "source")
-        pills_quality.embeddings(False)
-        mapping = pills_quality.store_public(source, items)
-        pills_quality.embeddings(True)
         from django.db import connections
 
-        from pillbox.embeddings import backfill
-
-        backfill.backfill(source.alias(), "pill")
+        source, mapping = pills_latency.embedded_source(tmp / "projects", items)
         for size in sizes:
-            project = pills_quality.Project(tmp / "projects", f"n{size}")
-            pills_latency.bulk_fill(project, pills_latency.replicated(items, size))
-            pills_latency.copy_vectors(source.alias(), project, items, mapping)
+            project = pills_latency.scaled(tmp / "projects", source, mapping, items, size)
             connections.close_all()
             rows = {mode: measure(project, tmp / "home", mode, questions, a.rounds) for mode in ("off", "shared")}
             goals |= print_size(size, rows, a.rounds)

@@ -112,11 +112,8 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
         where += " AND m.compound = %s"
         params = [*params, compound]
     if target.on_postgres:
-        body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q "
-                f"WHERE m.search_vector @@ q AND {where}")
-        if stats is None:  # counting only
-            return body, [_tsquery(terms, words, every=every), *params], "m.seq", "0"
-        lateral, relevance, frequency_params = _pg_bm25(_phrases(terms, words), stats)
+        # Counting needs no relevance; ranking joins each phrase's frequency in the row (_pg_bm25).
+        lateral, relevance, frequency_params = _pg_bm25(_phrases(terms, words), stats) if stats else ("", "0", [])
         body = (f"FROM {target.table} m {joins} CROSS JOIN to_tsquery('simple', pillbox_fold(%s)) q {lateral} "
                 f"WHERE m.search_vector @@ q AND {where}")
         return body, [_tsquery(terms, words, every=every), *frequency_params, *params], "m.seq", relevance
