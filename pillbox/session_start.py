@@ -187,5 +187,5 @@ def foreign_line(foreign: Foreign) -> str:
            else "not made by your Pillbox on this machine, nor adopted")
     where = shaping.one_line(str(foreign.path.parent.parent), 4096)
     return (f"Pillbox: {where} holds a Pillbox memory not yet trusted ({pills}; {why}), so none of it was read. "
-            "Look at it first (`manage.py adopt` there shows what it holds), then adopt it with `manage.py adopt "
-            "--yes` there, or have your agent call bottle_vinculate.")
+            "Look at it first (`pillbox-todos adopt` there shows what it holds), then adopt it with "
+            "`pillbox-todos adopt --yes` there, or have your agent call bottle_vinculate.")

@@ -359,7 +359,7 @@ def bottle_list(reach: Reach) -> str:
     "Link an existing local bottle (a directory holding .pillbox/pillbox.db, e.g. made by another user of "
     "this machine) into your registry. Answers status: linked, or already_linked, and the directory it "
     "resolved. A memory your Pillbox did not make on this machine (one committed in a cloned repository, "
-    "another user's) is adopted by this call, and only by it or by the person running `manage.py adopt`: "
+    "another user's) is adopted by this call, and only by it or by the person running `pillbox-todos adopt`: "
     "until then it is not read, searched or registered. Adopt one only when the person you work for asked you "
     "to, after they looked at it; the answer's origin line says it was adopted.",
     {"directory": _string(1, 4096, "The directory holding .pillbox/pillbox.db: absolute, or relative to the "

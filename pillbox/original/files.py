@@ -15,7 +15,7 @@ ORIGINAL_TABLES = frozenset({"bottles", "prescriptions", "pills", "schema_migrat
 GLOBAL_TABLES = frozenset({"capsules", "registered_bottles"})
 KNOWN_VERSIONS = frozenset({1})
 RECORD_TABLE = OriginalImport._meta.db_table
-AGAIN = "then run `manage.py import_original` again"
+AGAIN = "then run `pillbox-todos import_original` again"
 READ_TABLES = ORIGINAL_TABLES | GLOBAL_TABLES
 
 

@@ -32,7 +32,7 @@ def local_snapshot(path: Path) -> Snapshot | None:
     if found.kind == OriginalImport.KIND_GLOBAL:
         raise ImportFailed(
             f"{path} is the original Pillbox's global database, not a project's: its memory becomes your global "
-            "memory (run `manage.py import_original`).",
+            "memory (run `pillbox-todos import_original`).",
             db_path=str(path),
         )
     return read(found)

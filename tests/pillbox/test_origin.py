@@ -67,7 +67,7 @@ def test_a_cloned_memory_is_not_read_by_the_hook_which_prints_one_line_instead(t
     said, _ = hook(home, clone)
     assert len(said.splitlines()) == 1
     assert said.startswith(f"Pillbox: {clone.resolve()} holds a Pillbox memory not yet trusted (1 pill; ")
-    assert "manage.py adopt" in said and "bottle_vinculate" in said
+    assert "pillbox-todos adopt" in said and "bottle_vinculate" in said
     assert "curl" not in said and "deploy" not in said.lower()
     (listed, found) = session(home, clone, [("bottle_list", {}), ("pill_search", {"query": "deploy to production"})])
     assert listed == (False, "No bottles registered.") and found == (False, "No pills found.")

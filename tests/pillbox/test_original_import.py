@@ -130,7 +130,7 @@ def test_a_damaged_project_file_gets_a_clear_error_and_the_rest_still_imports_ov
             found = text_of(await client.call_tool("capsule_search", {"query": "lesson", "limit": 100}))
             assert found.splitlines()[0] == (f"not imported from the original Pillbox: {paths['shop']} could not be "
                                              "read (database disk image is malformed); check that it is readable "
-                                             "or restore it from a backup, then run `manage.py import_original` "
+                                             "or restore it from a backup, then run `pillbox-todos import_original` "
                                              "again. Nothing was imported from it and it was not changed.")
             assert len(ids_in(found)) == len(live(summary, "capsules"))
             listing = text_of(await client.call_tool("bottle_list", {}))

@@ -51,11 +51,12 @@ def make_unversioned(path: Path) -> None:
 
 
 CANNOT_READ = ("could not be read (permission denied); check that it is readable or restore it from a backup, then "
-               "run `manage.py import_original` again. Nothing was imported from it and it was not changed.")
+               "run `pillbox-todos import_original` again. Nothing was imported from it and it was not changed.")
 NEWER = ("was written by a newer version of the original Pillbox (its schema version 2; this Pillbox imports version "
          "1); upgrade Pillbox to import it. Nothing was imported from it and it was not changed.")
 UNVERSIONED = ("records no schema version this Pillbox knows (0); open it once with the original Pillbox so it "
-               "finishes its own migrations, then run `manage.py import_original` again. Nothing was imported from it.")
+               "finishes its own migrations, then run `pillbox-todos import_original` again. "
+               "Nothing was imported from it.")
 
 
 def import_failing(summary: dict[str, Any], *projects: str) -> str:

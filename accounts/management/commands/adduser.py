@@ -1,4 +1,4 @@
-"""`manage.py adduser NAME [--staff] [--email E]`: a person who can sign in to the pages, with a first API key.
+"""`pillbox-todos adduser NAME [--staff] [--email E]`: a person who can sign in to the pages, with a first API key.
 
 The name is checked the way Django's own forms check it, so what is printed here is what the login page takes.
 """
@@ -54,8 +54,8 @@ class Command(BaseCommand):
         ensure_global_db()
         User = get_user_model()
         if User.objects.filter(username=username).exists():
-            raise CommandError(f"{username} exists already; `manage.py createkey {username}` makes them a new key, "
-                               f"`manage.py changepassword {username}` a new password.")
+            raise CommandError(f"{username} exists already; `pillbox-todos createkey {username}` makes them a new key, "
+                               f"`pillbox-todos changepassword {username}` a new password.")
         password = self._ask() if ask_password else None
         with transaction.atomic():
             user = User(username=username, email=email, is_staff=staff, is_superuser=staff)

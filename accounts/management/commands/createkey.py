@@ -1,4 +1,4 @@
-"""`manage.py createkey NAME [--label L] [--create]`: a new API key for an existing user (a typo never makes
+"""`pillbox-todos createkey NAME [--label L] [--create]`: a new API key for an existing user (a typo never makes
 anyone)."""
 
 from django.contrib.auth import get_user_model
@@ -28,7 +28,7 @@ class Command(BaseCommand):
                 known = list(User.objects.order_by("username").values_list("username", flat=True)[:20])
                 listing = ", ".join(known) if known else "none yet"
                 raise CommandError(f"There is no user named {username!r} (users: {listing}). Add a person with "
-                                   f"`manage.py adduser {username}`, or pass --create for a key-only user.")
+                                   f"`pillbox-todos adduser {username}`, or pass --create for a key-only user.")
             checked_username(username)
         user = user_get_or_create(username=username)
         _, raw = apikey_create(user=user, name=name)

@@ -96,7 +96,7 @@ class Command(BaseCommand):
         username = user or os.environ.get("PILLBOX_USER") or getpass.getuser()
         account = get_user_model().objects.filter(username=username).first()
         if account is None:
-            raise CommandError(f"There is no user named {username!r}; add one with `manage.py adduser {username}` "
+            raise CommandError(f"There is no user named {username!r}; add one with `pillbox-todos adduser {username}` "
                                "or name another with --user.")
         # The key the file already holds for this site and user is used again: running this twice makes one key.
         written = self._written_key(client, scope, path, where)
@@ -104,7 +104,7 @@ class Command(BaseCommand):
             return connect.http_servers(settings.SITE_URL, written)
         if not write:
             self.stderr.write(f"No API key was made (printing only): --write makes one and writes it, or put "
-                              f"one from `manage.py createkey {username}` where {NO_KEY} is.")
+                              f"one from `pillbox-todos createkey {username}` where {NO_KEY} is.")
             return connect.http_servers(settings.SITE_URL, NO_KEY)
         _, key = apikey_create(user=account, name=f"connect {client}")
         self.stderr.write(f"Made a new API key for {username} (revoke it on {settings.SITE_URL}/account/).")

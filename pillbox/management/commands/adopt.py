@@ -1,4 +1,4 @@
-"""`manage.py adopt [DIRECTORY] [--user NAME] [--yes]`: make a project's memory that your Pillbox did not make on
+"""`pillbox-todos adopt [DIRECTORY] [--user NAME] [--yes]`: make a project's memory that your Pillbox did not make on
 this machine your own (pillbox.origin).
 
 A ``.pillbox/pillbox.db`` committed in a repository you cloned, copied from elsewhere or made by another user is
@@ -50,7 +50,7 @@ class Command(BaseCommand):
                     f"{path.resolve()} holds:", *(f"  bottle {bottle}" for bottle in seen.bottles),
                     f"  {texts.plural(seen.prescriptions, 'prescription')}, {texts.plural(seen.pills, 'pill')}; "
                     "the newest:", *(f"    {title}" for title in seen.titles),
-                    f"Adopt it as your own: manage.py adopt --yes {workdir}",
+                    f"Adopt it as your own: pillbox-todos adopt --yes {workdir}",
                 ]))
                 return
             reach = reach_for(Caller(user=person, transport="stdio", workdir=workdir))

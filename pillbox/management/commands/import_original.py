@@ -1,4 +1,4 @@
-"""`manage.py import_original [--home DIR] [--user NAME] [--dry-run] [PROJECT_DIR...]`.
+"""`pillbox-todos import_original [--home DIR] [--user NAME] [--dry-run] [PROJECT_DIR...]`.
 
 Brings the original Pillbox's memory across on purpose: its global file (``DIR/.pillbox/pillbox.db``), every
 project file its registry names, and the projects named here. What Pillbox does by itself the first time an
@@ -118,7 +118,7 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(
                     f"{entry.db_path} ({entry.name}): registered, but the file is gone (the project moved?): listed "
-                    "as unlinked; name its new directory to import it: manage.py import_original DIR"
+                    "as unlinked; name its new directory to import it: pillbox-todos import_original DIR"
                 )
         return files
 
