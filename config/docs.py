@@ -304,7 +304,7 @@ def render_rest_api(examples: object = None) -> str:
     schema = SchemaGenerator().get_schema(request=None, public=True)  # type: ignore[no-untyped-call]
     out = [NOTICE, "# REST API endpoints\n",
            "The same records as the MCP tools, for programs and scripts. Authenticate with "
-           "`Authorization: Bearer <key>` (an API key from `manage.py adduser`, `manage.py createkey` or the "
+           "`Authorization: Bearer <key>` (an API key from `pillbox-todos adduser`, `pillbox-todos createkey` or the "
            "account page; `?uid=<uid>&key=<key>` works too), an OAuth token issued for the site, or the pages' "
            "signed-in session (which must send the CSRF token on writes). Bodies are JSON. Errors are JSON "
            "objects shaped like the MCP errors: `{\"error\": <code>, \"message\": <sentence>, \"details\": "
