@@ -69,7 +69,9 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     match = ALL_WORDS if c >= 0.9 * terms else SOME_WORDS if c else MEANING
     first = Hit(id=uuid.UUID(int=0), seq=ranked[0], compound="", title="", snippet="", bottle_id=None, score=0.0,
                 match=match, similarity=s)
-    level = engine.confidence(first, Spread(spread.get("max", 0.0), z, len(record["ids"])), meaning_on=True)
+    rivals = sum(1 for seq in ranked[1:] if pool[seq][0] >= 0.9 * terms)
+    level = engine.confidence(first, Spread(spread.get("max", 0.0), z, len(record["ids"])), meaning_on=True,
+                              rivals=rivals)
     return ranked, level
 
 

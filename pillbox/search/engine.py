@@ -84,6 +84,7 @@ ALONE_MARGIN = 0.15
 # Confidence that the first row answers the query (see confidence()), measured on the recall sets.
 HIGH_SIMILARITY = 0.5
 HIGH, MEDIUM, LOW = "high", "medium", "low"
+EVERY_WORD = (ALL_WORDS, CORRECTED_WORDS)
 
 
 def _hit(row: tuple[Any, ...]) -> Hit:
@@ -211,20 +212,23 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     return Found(hits, total, used_fuzzy=any(hit.id in expanded for hit in hits),
                  used_semantic=any(hit.id in by_meaning_ids for hit in hits), ignored_terms=ignored,
                  partial=budget.cut, more=more,
-                 confidence=confidence(hits[0], spread, meaning_on=meaning is not None) if hits else "")
+                 confidence=confidence(hits[0], spread, meaning_on=meaning is not None,
+                                       rivals=sum(1 for hit in hits[1:] if hit.match in EVERY_WORD))
+                 if hits else "")
 
 
-def confidence(first: Hit, spread: Spread, *, meaning_on: bool) -> str:
+def confidence(first: Hit, spread: Spread, *, meaning_on: bool, rivals: int = 0) -> str:
     """How sure the answer is that its first row answers the query (measured precision in bench/README.md):
-    high when every word matched and the model finds the same row the closest of the scope; medium when every
-    word matched, or the model alone stands out; low otherwise (some words: a topic never stored shares some of
-    its words with what was). By words
-    alone, never high: a row can match every word and be about something else."""
-    every = first.match in (ALL_WORDS, CORRECTED_WORDS)
+    high when every word matched, no other row shown matched every word (``rivals``: with several, which one the
+    question is about is a guess; on dialogue the turn beside the answer shares its words), and the model finds
+    the first row the closest of the scope; medium when every word matched, or the model alone stands out; low
+    otherwise (some words: a topic never stored shares some of its words with what was). By words alone, never
+    high: a row can match every word and be about something else."""
+    every = first.match in EVERY_WORD
     if not meaning_on:
         return MEDIUM if every else LOW
     closest = first.similarity >= spread.best - 1e-6
-    if every and closest and first.similarity >= HIGH_SIMILARITY:
+    if every and not rivals and closest and first.similarity >= HIGH_SIMILARITY:
         return HIGH
     if every or (first.match == MEANING and spread.stands_out(STRONG_MARGIN) and first.similarity >= HIGH_SIMILARITY):
         return MEDIUM

@@ -79,6 +79,23 @@ def test_recall_every_answer_says_its_confidence_high_medium_or_low(site, alice,
     run(scenario())
 
 
+def test_recall_two_rows_matching_every_word_make_the_first_at_most_medium(site, alice, meaning):
+    """Which of two rows that both hold every word the question is about is a guess: the first is not high,
+    even when the model finds it the closest (on dialogue, the turn beside the answer shares its words)."""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            extra = ("Refunds", "Card payments are refunded through the dashboard within a week.")
+            await stocked(call, "alone", YOUNG)
+            alone = await call("pill_search", query="card payments")
+            assert confidence_of(alone.ok) == "high", alone.text
+            await stocked(call, "rivals", [*YOUNG, extra])
+            rivals = await call("pill_search", query="card payments")
+            assert len(hit_ids(rivals.text)) >= 2 and "\nmatch: all words\n" in rivals.text, rivals.text
+            assert confidence_of(rivals.ok) == "medium", rivals.text
+
+    run(scenario())
+
+
 def test_recall_by_words_alone_a_full_match_is_medium_never_high(site, alice, monkeypatch):
     monkeypatch.setenv("EMBEDDINGS", "off")
 
