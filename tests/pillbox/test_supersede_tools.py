@@ -53,6 +53,7 @@ async def pills(call: Call, home: Path, project: Path) -> None:
     new = records(stored)[0]["id"]
     assert f"supersedes: {old} (left out of searches and contexts" in stored
     assert not await shown_everywhere(call, bottle, rx, old)
+    assert (await call("pill_compounds")).ok == "- decision (2)"  # the superseded one is not counted
     assert hit_ids((await call("pill_search", query="deploy")).ok) == [new]
     marked = (await call("pill_search", query="deploy", include_superseded=True)).ok
     assert set(hit_ids(marked)) == {old, new} and f"{OLD[0]} (superseded by {new})" in titles(marked)
