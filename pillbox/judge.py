@@ -47,9 +47,11 @@ def our_objects() -> dict[str, tuple[str, frozenset[str]]]:
     fulltext = import_module("pillbox.migrations.0002_fulltext")
     scope = import_module("pillbox.migrations.0006_fts_scope")
     change_log = import_module("pillbox.migrations.0011_change_log")
+    superseded = import_module("pillbox.migrations.0012_superseded")
     made: dict[str, tuple[str, set[str]]] = {}
     for statement in [*fulltext.fts_statements("pillbox_pill"), *scope.sqlite_statements("pillbox_pill", scoped=False),
-                      *change_log.sqlite_statements(change_log.LOCAL_TABLES)]:
+                      *change_log.sqlite_statements(change_log.LOCAL_TABLES),
+                      *superseded.sqlite_statements(change_log.LOCAL_TABLES)]:
         found = re.match(r"CREATE (VIRTUAL TABLE|TRIGGER)(?: IF NOT EXISTS)? (\w+)", statement)
         if found:
             kind = "table" if found[1] == "VIRTUAL TABLE" else "trigger"

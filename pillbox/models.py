@@ -82,6 +82,10 @@ class Pill(models.Model):
     updated_at = models.DateTimeField()
     deleted_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0)
+    # The newer pill of the same bottle that replaces this one (pillbox.superseding): left out of searches and
+    # contexts until that pill no longer names it. Nothing is deleted.
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes")
 
     objects = SoftDeleteQuerySet.as_manager()
 
@@ -109,6 +113,8 @@ class Capsule(models.Model):
     updated_at = models.DateTimeField()
     deleted_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes")  # as a pill's
 
     objects = SoftDeleteQuerySet.as_manager()
 

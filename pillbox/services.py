@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.db.models import F, Model
 from django.utils import timezone
 
 from base.gitexclude import exclude_from_git
-from pillbox import ids, origin, quotas
+from pillbox import ids, origin, quotas, superseding
 from pillbox.access import Reach, locate, locate_capsule, register, relink
 from pillbox.databases import db_file, has_schema, open_local, schema_ready, untrusted_reason
 from pillbox.embeddings import backfill
@@ -275,7 +276,8 @@ def _open_prescription(reach: Reach, prescription_id: str) -> tuple[Prescription
 
 
 def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, compound: str,
-               author_name: str, author_email: str) -> Pill:
+               author_name: str, author_email: str, supersedes: Sequence[str] = ()) -> Pill:
+    """``supersedes``: pills of the same bottle the new one replaces (pillbox.superseding)."""
     prescription, alias = _open_prescription(reach, prescription_id)
     now = timezone.now()
     with transaction.atomic(using=alias):
@@ -285,6 +287,9 @@ def pill_store(*, reach: Reach, prescription_id: str, title: str, content: str, 
             id=new_id, seq=seq, prescription=prescription, compound=compound, title=title, content=content,
             author_name=author_name, author_email=author_email, created_at=now, updated_at=now,
         )
+        if supersedes:
+            superseding.put(alias, Pill, pill,
+                            superseding.check_pills(reach=reach, pill=pill, alias=alias, supersedes=supersedes))
     backfill.row_changed(alias, "pill", pill.id, stored=True)
     return pill
 
@@ -300,13 +305,22 @@ def _pill_in_open_prescription(reach: Reach, pill_id: str) -> tuple[Pill, str]:
     return pill, alias
 
 
-def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str]) -> Pill:
+def pill_revise(*, reach: Reach, pill_id: str, changes: dict[str, str],
+                supersedes: Sequence[str] | None = None) -> Pill:
+    """``supersedes`` given: the pills this one replaces become exactly those (``[]``: none, bringing back any it
+    superseded); None leaves them as they are."""
     pill, alias = _pill_in_open_prescription(reach, pill_id)
-    for name, value in changes.items():
-        setattr(pill, name, value)
-    pill.updated_at = timezone.now()
-    pill.save(using=alias, update_fields=[*changes, "updated_at"])
-    backfill.row_changed(alias, "pill", pill.id)
+    with transaction.atomic(using=alias):
+        if supersedes is not None:
+            superseding.put(alias, Pill, pill,
+                            superseding.check_pills(reach=reach, pill=pill, alias=alias, supersedes=supersedes))
+        if changes:
+            for name, value in changes.items():
+                setattr(pill, name, value)
+            pill.updated_at = timezone.now()
+            pill.save(using=alias, update_fields=[*changes, "updated_at"])
+    if changes:
+        backfill.row_changed(alias, "pill", pill.id)
     return pill
 
 
@@ -321,7 +335,7 @@ def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
     return pill
 
 
-def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> Capsule:
+def capsule_store(*, reach: Reach, title: str, content: str, compound: str, supersedes: Sequence[str] = ()) -> Capsule:
     now = timezone.now()
     with transaction.atomic(using=GLOBAL):
         quotas.check_capsule_room(user=reach.user)
@@ -330,6 +344,9 @@ def capsule_store(*, reach: Reach, title: str, content: str, compound: str) -> C
             id=new_id, seq=seq, owner=reach.user, compound=compound, title=title, content=content,
             created_at=now, updated_at=now,
         )
+        if supersedes:
+            superseding.put(GLOBAL, Capsule, capsule,
+                            superseding.check_capsules(reach=reach, capsule=capsule, supersedes=supersedes))
     backfill.row_changed(GLOBAL, "capsule", capsule.id, stored=True)
     return capsule
 
@@ -338,13 +355,21 @@ def capsule_find(*, reach: Reach, capsule_id: str) -> Capsule:
     return locate_capsule(reach, capsule_id)
 
 
-def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str]) -> Capsule:
+def capsule_revise(*, reach: Reach, capsule_id: str, changes: dict[str, str],
+                   supersedes: Sequence[str] | None = None) -> Capsule:
+    """``supersedes`` as for ``pill_revise``."""
     capsule = capsule_find(reach=reach, capsule_id=capsule_id)
-    for name, value in changes.items():
-        setattr(capsule, name, value)
-    capsule.updated_at = timezone.now()
-    capsule.save(update_fields=[*changes, "updated_at"])
-    backfill.row_changed(GLOBAL, "capsule", capsule.id)
+    with transaction.atomic(using=GLOBAL):
+        if supersedes is not None:
+            superseding.put(GLOBAL, Capsule, capsule,
+                            superseding.check_capsules(reach=reach, capsule=capsule, supersedes=supersedes))
+        if changes:
+            for name, value in changes.items():
+                setattr(capsule, name, value)
+            capsule.updated_at = timezone.now()
+            capsule.save(update_fields=[*changes, "updated_at"])
+    if changes:
+        backfill.row_changed(GLOBAL, "capsule", capsule.id)
     return capsule
 
 

@@ -37,7 +37,7 @@ def _old_entry(kind: str, scope: str) -> str:
             f"CASE WHEN old.deleted_at IS NULL THEN old.title || ' ' || old.content || ' ' || old.compound END);")
 
 
-def sqlite_statements(tables: set[str]) -> list[str]:
+def sqlite_statements(tables: set[str], *, watched: str = WATCHED) -> list[str]:
     statements = [
         "CREATE TABLE IF NOT EXISTS pillbox_change (id INTEGER PRIMARY KEY AUTOINCREMENT, kind varchar(16) NOT NULL, "
         "seq bigint NULL, scope text NULL, words text NULL)",
@@ -54,7 +54,7 @@ def sqlite_statements(tables: set[str]) -> list[str]:
         statements += [
             f"CREATE TRIGGER IF NOT EXISTS {table}_change_ai AFTER INSERT ON {table} "
             f"BEGIN INSERT INTO pillbox_change(kind, seq) VALUES ('{kind}', new.seq); END",
-            f"CREATE TRIGGER IF NOT EXISTS {table}_change_au AFTER UPDATE OF {WATCHED}, {scope} ON {table} "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_change_au AFTER UPDATE OF {watched}, {scope} ON {table} "
             f"BEGIN {_old_entry(kind, scope)} END",
             f"CREATE TRIGGER IF NOT EXISTS {table}_change_ad AFTER DELETE ON {table} "
             f"BEGIN {_old_entry(kind, scope)} END",
@@ -101,7 +101,7 @@ END $$;
 """
 
 
-def postgres_statements(tables: set[str]) -> list[str]:
+def postgres_statements(tables: set[str], *, watched: str = WATCHED) -> list[str]:
     statements = [
         "CREATE TABLE IF NOT EXISTS pillbox_change (id bigserial PRIMARY KEY, "
         "xact xid8 NOT NULL DEFAULT pg_current_xact_id(), kind varchar(16) NOT NULL, seq bigint NULL, "
@@ -117,7 +117,7 @@ def postgres_statements(tables: set[str]) -> list[str]:
         if table not in tables:
             continue
         statements.append(
-            f"CREATE OR REPLACE TRIGGER {table}_change AFTER INSERT OR UPDATE OF {WATCHED}, {scope} OR DELETE "
+            f"CREATE OR REPLACE TRIGGER {table}_change AFTER INSERT OR UPDATE OF {watched}, {scope} OR DELETE "
             f"ON {table} FOR EACH ROW EXECUTE FUNCTION pillbox_change_row('{kind}', '{scope}')")
     for table, kind, rows, key in VECTORS:
         if table not in tables:
