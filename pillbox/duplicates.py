@@ -35,6 +35,7 @@ MEANING_THRESHOLD = 0.88  # cosine from which two texts may mean the same, the g
 BLOCK_CUTOFF = 60.0  # words two texts must share (Dice, 0-100) before their letters are compared
 RARE_WORDS = 4  # a text's rarest words that are its keys for finding candidates
 COMMON_SHARE = 0.05  # a word in more than this share of the texts is no key
+COMMON_FLOOR = 50  # ... unless it is in at most this many: a bucket this small costs little
 MEANING_ROWS = 512
 TYPO_SIMILARITY = 75.0  # a changed word at least this close (fuzz.ratio) to its counterpart is the same word
 SWAP_LIMIT = 4  # by meaning, texts that differ by at most this many swapped words are look-alikes
@@ -211,11 +212,12 @@ def _near_pairs(shapes: list[_Shape], cutoff: float) -> list[tuple[int, int, flo
 def _blocks(shapes: list[_Shape]) -> list[tuple[int, int]]:
     """Candidate pairs (i < j): texts sharing one of their ``RARE_WORDS`` rarest words (two copies of a note share
     theirs, a typo fix changes one of them at most), whose word lists are at least ``BLOCK_CUTOFF`` alike. A word
-    in more than ``COMMON_SHARE`` of the texts is no key: it would pair nearly everything."""
+    in more than ``COMMON_SHARE`` of the texts (and more than ``COMMON_FLOOR``) is no key: it would pair nearly
+    everything."""
     frequency: Counter[str] = Counter()
     for shape in shapes:
         frequency.update(set(shape.words))
-    common = max(2, int(len(shapes) * COMMON_SHARE))
+    common = max(COMMON_FLOOR, int(len(shapes) * COMMON_SHARE))
     buckets: dict[str, list[int]] = {}
     for index, shape in enumerate(shapes):
         rare = sorted(set(shape.words), key=lambda word: (frequency[word], word))[:RARE_WORDS]
