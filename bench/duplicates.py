@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import random
+import re
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -119,8 +123,61 @@ def quality() -> None:
                   f"(meaning lessons {result['per_kind']['meaning']:.2f})")
 
 
-def timings(count: int) -> None:
-    print(f"\n(tidy timings at {count} pills: not built yet)")
+def lesson(rng: random.Random, vocabulary: list[str]) -> tuple[str, str]:
+    words = rng.choices(vocabulary, k=rng.randint(12, 60))
+    return " ".join(words[:4]).capitalize(), " ".join(words).capitalize() + "."
+
+
+def timed(function: Callable[[], str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    answer = function()
+    return time.perf_counter() - started, answer
+
+
+def timings(root: Path, count: int) -> None:
+    """A project bottle of ``count`` pills, each lesson stored twice (the copy with other case and punctuation), so
+    a tidy of all of it touches every pill: the plan, the tidy and its undo, timed through the tools."""
+    import os
+
+    from pills_quality import Project, store_public
+
+    from pillbox.embeddings import backfill
+
+    os.environ["EMBEDDINGS"] = "off"  # stores only; the vectors are made below, timed apart
+    rng = random.Random(33)
+    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 10))) for _ in range(6000)]
+    items = []
+    for number in range(count // 2):
+        title, content = lesson(rng, vocabulary)
+        items.append({"id": f"{number}a", "title": title, "content": content, "compound": "note"})
+        items.append({"id": f"{number}b", "title": title.lower(), "content": content.rstrip(".").lower() + "!",
+                      "compound": "note"})
+    project = Project(root, "tidy-bench")
+    store_public(project, items)
+    print(f"\ntidy at {count} pills ({count // 2} lessons stored twice), through the tools, one process:")
+    search = {"query": " ".join(items[0]["content"].split()[:3]), "limit": 100}
+    before = project.search(search)
+    seconds, answer = timed(lambda: project.call("pill_duplicates", {"bottle_id": project.bottle_id}))
+    plan = re.search(r"^plan: (\S+)$", answer, re.M)
+    groups = re.search(r"^groups: (\d+)$", answer, re.M)
+    print(f"  pill_duplicates (by text)   {seconds * 1000:8.1f} ms   groups {groups[1] if groups else 0}")
+    if plan is None:
+        raise SystemExit(f"no plan: {answer[:300]}")
+    seconds, answer = timed(lambda: project.call("pill_tidy", {"plan_id": plan[1]}))
+    tidy = re.search(r"^tidy: (\S+)$", answer, re.M)
+    print(f"  pill_tidy (all groups)      {seconds * 1000:8.1f} ms   {answer.splitlines()[3]}   (goal ≤ 1000 ms)")
+    if tidy is None:
+        raise SystemExit(f"no tidy: {answer[:300]}")
+    seconds, answer = timed(lambda: project.call("pill_tidy_undo", {"tidy_id": tidy[1]}))
+    print(f"  pill_tidy_undo              {seconds * 1000:8.1f} ms   {answer.splitlines()[2]}")
+    print(f"  pill_search after the undo: {'byte-identical' if project.search(search) == before else 'DIFFERENT'}")
+    os.environ["EMBEDDINGS"] = "on"
+    seconds, _ = timed(lambda: str(backfill.backfill(project.alias(), "pill")))
+    print(f"  (embedding the {count} pills: {seconds:.1f} s, the background backfill's work, not the plan's)")
+    seconds, answer = timed(lambda: project.call("pill_duplicates", {"bottle_id": project.bottle_id,
+                                                                    "by_meaning": True}))
+    groups = re.search(r"^groups: (\d+)$", answer, re.M)
+    print(f"  pill_duplicates (by_meaning){seconds * 1000:8.1f} ms   groups {groups[1] if groups else 0}")
 
 
 def main() -> None:
@@ -132,7 +189,7 @@ def main() -> None:
         setup_django(Path(home))
         quality()
         if not options.skip_tidy:
-            timings(options.pills)
+            timings(Path(home), options.pills)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ BLOCK_CUTOFF = 60.0  # words two texts must share (Dice, 0-100) before their let
 RARE_WORDS = 4  # a text's rarest words that are its keys for finding candidates
 COMMON_SHARE = 0.05  # a word in more than this share of the texts is no key
 COMMON_FLOOR = 50  # ... unless it is in at most this many: a bucket this small costs little
+MEANING_SHARED_WORDS = 0.4  # by meaning, the share of meaningful words (Dice) two texts must still have in common
+MEANING_NEIGHBOURS = 10  # by meaning, each note is compared with its closest few
 MEANING_ROWS = 512
 TYPO_SIMILARITY = 75.0  # a changed word at least this close (fuzz.ratio) to its counterpart is the same word
 SWAP_LIMIT = 4  # by meaning, texts that differ by at most this many swapped words are look-alikes
@@ -153,6 +155,8 @@ def _unpaired(left: list[str], right: list[str]) -> tuple[list[str], list[str]]:
 def _same_claims(a: _Shape, b: _Shape, mode: str) -> bool:
     if a.numbers != b.numbers or a.polar != b.polar:
         return False
+    if mode == MEANING and _shared(a, b) < MEANING_SHARED_WORDS:
+        return False  # close vectors, different words: two notes on one subject, not one note said twice
     left, right = _unpaired(list((a.content - b.content).elements()), list((b.content - a.content).elements()))
     if mode == MEANING:
         # A paraphrase changes many words by design; one or two words swapped in the same sentence is a look-alike
@@ -161,6 +165,12 @@ def _same_claims(a: _Shape, b: _Shape, mode: str) -> bool:
     if left and right:
         return False  # a word swapped for an unrelated one: another name, another place, another tool
     return len(left) + len(right) <= FREE_ADDITIONS
+
+
+def _shared(a: _Shape, b: _Shape) -> float:
+    """The share of their meaningful words two texts have in common (Dice, 0-1)."""
+    total = sum(a.content.values()) + sum(b.content.values())
+    return 2 * sum((a.content & b.content).values()) / total if total else 1.0
 
 
 def _keeper_order(note: Note) -> tuple[int, datetime, str]:
@@ -254,11 +264,19 @@ def _meaning_pairs(notes: Sequence[Note], cutoff: float) -> list[tuple[int, int,
         return []
     matrix = np.stack([np.asarray(notes[index].vector, dtype=np.float32) for index in indexes])
     found = []
-    for start in range(0, len(indexes), MEANING_ROWS):  # a band of rows at a time: memory stays flat
+    count = len(indexes)
+    for start in range(0, count, MEANING_ROWS):  # a band of rows at a time: memory stays flat
         cosines = matrix[start:start + MEANING_ROWS] @ matrix.T
+        band = np.arange(start, min(start + MEANING_ROWS, count))
+        cosines[np.arange(len(band))[:, None] >= (np.arange(count)[None, :] - start)] = -1.0  # each pair once
+        if count > MEANING_NEIGHBOURS:
+            # A note's closest few only: a bottle of near-alike notes must not make the guards check every pair.
+            nearest = np.argpartition(-cosines, MEANING_NEIGHBOURS - 1, axis=1)[:, :MEANING_NEIGHBOURS]
+            keep = np.zeros_like(cosines, dtype=bool)
+            np.put_along_axis(keep, nearest, True, axis=1)
+            cosines[~keep] = -1.0
         rows, columns = np.nonzero(cosines >= cutoff)
-        found += [(indexes[start + i], indexes[j], float(cosines[i, j]))
-                  for i, j in zip(rows, columns, strict=True) if start + i < j]
+        found += [(indexes[start + i], indexes[j], float(cosines[i, j])) for i, j in zip(rows, columns, strict=True)]
     return found
 
 

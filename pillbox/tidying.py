@@ -266,3 +266,8 @@ def tidy_undo(*, reach: Reach, tidy_id: str) -> Tidy:
         tidy.undone_at = timezone.now()
         tidy.save(update_fields=["undone_at"])
     return tidy
+
+
+def tidy_list(*, reach: Reach, bottle_id: uuid.UUID, limit: int = 20) -> list[Tidy]:
+    """The caller's latest tidies of one bottle, newest first (for people, who undo them from the browser)."""
+    return list(Tidy.objects.filter(user=reach.user, bottle_id=bottle_id).order_by("-id")[:limit])

@@ -110,3 +110,21 @@ def test_duplicates_thousands_of_notes_in_well_under_a_second() -> None:
         sorted([f"n{index}", f"n{index + 1}"]) for index in range(0, 2000, 20))
     assert len(result) == 100
     assert elapsed < 2.0  # measured 0.3 s on a busy 2-core machine: the blocking keeps it far from O(n²) work
+
+
+def test_duplicates_by_meaning_needs_words_in_common() -> None:
+    # Two notes on one subject in other words entirely: however close their vectors, they are not one note.
+    vector = np.ones(4, dtype=np.float32) / 2
+    found = [Note(id=f"n{i}", title=title, content=content, created_at=START + timedelta(days=i), vector=vector)
+             for i, (title, content) in enumerate([
+                 ("Cache", "Product pages are cached by the CDN edge nodes."),
+                 ("Invalidation", "Purging happens through a webhook whenever prices move.")])]
+    assert grouped(found, modes=(MEANING,)) == []
+
+
+def test_duplicates_by_meaning_compares_each_note_with_its_closest_few() -> None:
+    # Forty copies whose vectors are all alike: the pass stays bounded and still groups every copy.
+    vector = np.ones(4, dtype=np.float32) / 2
+    found = [Note(id=f"n{i:02d}", title="Backups", content=f"Nightly pg_dump backups go to S3{'.' * (i % 3)}",
+                  created_at=START + timedelta(minutes=i), vector=vector) for i in range(40)]
+    assert sum(len(group.members) for group in groups(found, modes=(MEANING,))) == 40
