@@ -215,7 +215,7 @@ def pill_duplicates(reach: Reach, bottle_id: str, by_meaning: bool) -> str:
     "supersedes the other pills of its group (they leave search and context; nothing is deleted). Refused, "
     "changing nothing, when a pill of the plan changed since it was made. Answers a tidy id for pill_tidy_undo.",
     {"plan_id": {**ID, "description": "The plan id pill_duplicates answered."},
-     "groups": {"type": "array", "items": {"type": "integer"}, "maxItems": 1000,
+     "groups": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 1000,
                 "description": "Group numbers of the plan to apply (default: every group)."}},
     ["plan_id"], destructive=True,
 )
