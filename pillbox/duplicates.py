@@ -4,9 +4,11 @@ only above a measured cosine, and never when they differ in what makes a note wo
 Three passes, each cheap at thousands of pills:
 
 - exact: the same words once case, spacing, accents and punctuation are set aside (a dictionary of keys);
-- near: rapidfuzz's ``token_sort_ratio`` over every pair at once (``process.cdist`` in C++, with a score cutoff
-  that lets most pairs stop at their lengths), so a reworded, re-ordered or typo-fixed note is found;
-- meaning: the bundled model's vectors, one matrix product, pairs at or above ``MEANING_THRESHOLD``.
+- near: rapidfuzz's ratio over the sorted words (token_sort_ratio), so a reworded, re-ordered or typo-fixed note
+  is found; only for candidate pairs that share most of their words (prefix filtering on the rarest words, then
+  one ``process.cpdist`` in C++), never for every pair;
+- meaning: the bundled model's vectors, a matrix product a band of rows at a time, each note's closest few at or
+  above ``MEANING_THRESHOLD``, which must still share ``MEANING_SHARED_WORDS`` of their words.
 
 A pair found by any pass must still agree on its guards (``_same_claims``): the same numbers (30 s is not
 60 s, port 5432 is not 5433, Python 3.11 is not 3.12), the same negations and opposite words (enable is not
@@ -17,6 +19,7 @@ The thresholds and guards are measured on ``bench/duplicate_cases.py`` by ``benc
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -32,8 +35,7 @@ if TYPE_CHECKING:
 
 NEAR_THRESHOLD = 88.0  # token_sort_ratio (0-100) from which two texts are near-identical (bench/duplicates.py)
 MEANING_THRESHOLD = 0.88  # cosine from which two texts may mean the same, the guards permitting (bench/duplicates.py)
-BLOCK_CUTOFF = 60.0  # words two texts must share (Dice, 0-100) before their letters are compared
-RARE_WORDS = 4  # a text's rarest words that are its keys for finding candidates
+BLOCK_CUTOFF = 80.0  # words two texts must share (Dice, 0-100) before their letters are compared
 COMMON_SHARE = 0.05  # a word in more than this share of the texts is no key
 COMMON_FLOOR = 50  # ... unless it is in at most this many: a bucket this small costs little
 MEANING_SHARED_WORDS = 0.4  # by meaning, the share of meaningful words (Dice) two texts must still have in common
@@ -220,18 +222,21 @@ def _near_pairs(shapes: list[_Shape], cutoff: float) -> list[tuple[int, int, flo
 
 
 def _blocks(shapes: list[_Shape]) -> list[tuple[int, int]]:
-    """Candidate pairs (i < j): texts sharing one of their ``RARE_WORDS`` rarest words (two copies of a note share
-    theirs, a typo fix changes one of them at most), whose word lists are at least ``BLOCK_CUTOFF`` alike. A word
-    in more than ``COMMON_SHARE`` of the texts (and more than ``COMMON_FLOOR``) is no key: it would pair nearly
-    everything."""
+    """Candidate pairs (i < j) whose words are at least ``BLOCK_CUTOFF`` alike (Dice), found by prefix filtering:
+    two texts that alike must share one of the rarest words of each (as many as could be missing from a text while
+    it still shares enough), so only those are indexed. A word in more than ``COMMON_SHARE`` of the texts (and
+    more than ``COMMON_FLOOR``) is never indexed: it would pair nearly everything."""
     frequency: Counter[str] = Counter()
-    for shape in shapes:
-        frequency.update(set(shape.words))
+    distinct = [set(shape.words) for shape in shapes]
+    for words_of_one in distinct:
+        frequency.update(words_of_one)
     common = max(COMMON_FLOOR, int(len(shapes) * COMMON_SHARE))
+    share = BLOCK_CUTOFF / 100
+    least = share / (2 - share)  # the share of a text's own words any text that alike must have in common with it
     buckets: dict[str, list[int]] = {}
-    for index, shape in enumerate(shapes):
-        rare = sorted(set(shape.words), key=lambda word: (frequency[word], word))[:RARE_WORDS]
-        for word in rare:
+    for index, words_of_one in enumerate(distinct):
+        rarest = sorted(words_of_one, key=lambda word: (frequency[word], word))
+        for word in rarest[:len(rarest) - math.ceil(least * len(rarest)) + 1]:
             if frequency[word] <= common:
                 buckets.setdefault(word, []).append(index)
     pairs = sorted({(i, j) for members in buckets.values() for at, i in enumerate(members) for j in members[at + 1:]})
