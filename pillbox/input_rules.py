@@ -58,10 +58,10 @@ def field_problems(values: dict[str, Any]) -> list[Problem]:
     return blank + invisible
 
 
-def require_change(tool_name: str, changes: dict[str, str]) -> None:
-    if not changes:
-        raise ValidationFailed(f"{tool_name} needs at least one of title, content or compound.",
-                               fields="give title, content or compound")
+def require_change(tool_name: str, changes: dict[str, str], supersedes: list[str] | None = None) -> None:
+    if not changes and supersedes is None:
+        raise ValidationFailed(f"{tool_name} needs at least one of title, content, compound or supersedes.",
+                               fields="give title, content, compound or supersedes")
 
 
 def require_query_or_compound(query: str | None, compound: str | None) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class BottleContext:
     bottle: Bottle
-    prescriptions: list[CountedPrescription]
+    prescriptions: list[CountedPrescription]  # their pills counted without the superseded ones
     total: int
+    superseded: int = 0  # the bottle's live pills a newer pill supersedes, left out
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class PrescriptionContext:
     prescription: Prescription
     pills: list[Pill]
     total: int
+    superseded: int = 0  # the prescription's live pills a newer pill supersedes, left out
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,18 @@ class ListedBottle:
     read: bool = True  # False: its file is there but not read (not the user's own, or refused: pillbox.origin)
 
 
+# A prescription's pills an agent is shown: live, and superseded by no newer pill (pillbox.superseding).
+SHOWN_PILLS = Q(pills__deleted_at__isnull=True, pills__superseded_by__isnull=True)
+
+
 def bottle_context(*, reach: Reach, bottle_id: str, limit: int) -> BottleContext:
     bottle, alias = locate(reach, Bottle, bottle_id, noun="bottle", field="bottle_id",
                            hint="; bottle_list lists yours")
     alive = Prescription.objects.using(alias).alive().filter(bottle=bottle)
-    rows = list(
-        alive.annotate(live_pills=Count("pills", filter=Q(pills__deleted_at__isnull=True))).order_by("-id")[:limit]
-    )
-    return BottleContext(bottle=bottle, prescriptions=rows, total=alive.count())
+    rows = list(alive.annotate(live_pills=Count("pills", filter=SHOWN_PILLS)).order_by("-id")[:limit])
+    superseded = (Pill.objects.using(alias).alive()
+                  .filter(prescription__in=alive, superseded_by__isnull=False).count())
+    return BottleContext(bottle=bottle, prescriptions=rows, total=alive.count(), superseded=superseded)
 
 
 def prescription_context(*, reach: Reach, prescription_id: str, limit: int) -> PrescriptionContext | None:
@@ -69,8 +76,9 @@ def prescription_context(*, reach: Reach, prescription_id: str, limit: int) -> P
     except NotFound:
         return None
     alive = Pill.objects.using(alias).alive().filter(prescription=prescription)
-    return PrescriptionContext(prescription=prescription, pills=list(alive.order_by("-id")[:limit]),
-                               total=alive.count())
+    shown = alive.filter(superseded_by__isnull=True)
+    return PrescriptionContext(prescription=prescription, pills=list(shown.order_by("-id")[:limit]),
+                               total=shown.count(), superseded=alive.filter(superseded_by__isnull=False).count())
 
 
 def prescription_get(*, reach: Reach, prescription_id: str) -> tuple[Prescription, str]:
@@ -128,23 +136,53 @@ class SessionMemory:
     total_pills: int
     capsules: list[Capsule]  # newest first
     total_capsules: int
+    superseded_pills: int = 0  # left out: a newer pill supersedes them (pillbox.superseding)
+    superseded_capsules: int = 0
 
 
 def session_memory(*, reach: Reach, alias: str, bottle: Bottle | None, recent: int, popular: int,
                    capsules: int) -> SessionMemory:
     """``bottle`` None: the capsules alone (a directory with no bottle yet)."""
-    mine = Capsule.objects.alive().filter(owner=reach.user)
+    every_capsule = Capsule.objects.alive().filter(owner=reach.user)
+    mine = every_capsule.filter(superseded_by__isnull=True)
     newest_capsules, total_capsules = list(mine.order_by("-seq")[:capsules]), mine.count()
+    superseded_capsules = every_capsule.filter(superseded_by__isnull=False).count()
     if bottle is None:
-        return SessionMemory(pills=[], total_pills=0, capsules=newest_capsules, total_capsules=total_capsules)
-    alive = (Pill.objects.using(alias).alive().filter(prescription__bottle=bottle,
-                                                      prescription__deleted_at__isnull=True)
-             .select_related("prescription"))
+        return SessionMemory(pills=[], total_pills=0, capsules=newest_capsules, total_capsules=total_capsules,
+                             superseded_capsules=superseded_capsules)
+    every = Pill.objects.using(alias).alive().filter(prescription__bottle=bottle,
+                                                     prescription__deleted_at__isnull=True)
+    alive = every.filter(superseded_by__isnull=True).select_related("prescription")
     newest = list(alive.order_by("-seq")[:recent])
     seen = {pill.pk for pill in newest}
     read = [pill for pill in alive.filter(views__gt=0).order_by("-views", "-seq")[:popular] if pill.pk not in seen]
     return SessionMemory(pills=newest + read, total_pills=alive.count(), capsules=newest_capsules,
-                         total_capsules=total_capsules)
+                         total_capsules=total_capsules, superseded_pills=every.filter(superseded_by__isnull=False)
+                         .count(), superseded_capsules=superseded_capsules)
+
+
+def superseded_marks(*, reach: Reach, kind: str, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+    """Which of these rows (the caller's pills or capsules) a newer one supersedes, and which: row id -> newer id."""
+    if not ids:
+        return {}
+    if kind == "capsule":
+        rows = Capsule.objects.filter(owner=reach.user, pk__in=ids, superseded_by__isnull=False)
+        return {pk: newer for pk, newer in rows.values_list("pk", "superseded_by_id") if newer is not None}
+    marks: dict[uuid.UUID, uuid.UUID] = {}
+    for alias, bottles in reach.dbs.items():
+        if bottles:
+            pills = Pill.objects.using(alias).filter(pk__in=ids, prescription__bottle_id__in=bottles,
+                                                     superseded_by__isnull=False)
+            marks.update((pk, newer) for pk, newer in pills.values_list("pk", "superseded_by_id") if newer is not None)
+    return marks
+
+
+def supersedes(record: Pill | Capsule) -> list[uuid.UUID]:
+    """The live rows ``record`` supersedes, oldest first."""
+    model = type(record)
+    rows: QuerySet[Pill] | QuerySet[Capsule] = model._default_manager.using(record._state.db).filter(
+        superseded_by=record.pk, deleted_at__isnull=True)
+    return list(rows.order_by("pk").values_list("pk", flat=True))
 
 
 def bottle_names(reach: Reach) -> dict[uuid.UUID, str]:
@@ -196,6 +234,7 @@ class PillPage:
     alias: str
     prescription: Prescription
     bottle: Bottle
+    supersedes: list[uuid.UUID] = field(default_factory=list)  # the live pills it supersedes
 
 
 def _alias_of(reach: Reach, bottle_id: uuid.UUID) -> str | None:
@@ -234,9 +273,12 @@ def bottle_page(*, reach: Reach, bottle_id: str, include_discarded: bool = False
     return BottlePage(bottle=bottle, alias=alias, prescriptions=list(counted), pills_per_day=list(per_day))
 
 
-def prescription_page(*, reach: Reach, prescription_id: str, include_discarded: bool = False) -> PrescriptionPage:
+def prescription_page(*, reach: Reach, prescription_id: str, include_discarded: bool = False,
+                      include_superseded: bool = True) -> PrescriptionPage:
     prescription, alias = locate(reach, Prescription, prescription_id, noun="prescription", discarded=True)
     pills = Pill.objects.using(alias).filter(prescription=prescription)
+    if not include_superseded:
+        pills = pills.filter(superseded_by__isnull=True)
     # A discarded prescription's pills went with it: show them, or the page would look empty.
     if not include_discarded and prescription.deleted_at is None:
         pills = pills.alive()
@@ -247,11 +289,15 @@ def prescription_page(*, reach: Reach, prescription_id: str, include_discarded: 
 def pill_page(*, reach: Reach, pill_id: str) -> PillPage:
     pill, alias = locate(reach, Pill, pill_id, noun="pill", discarded=True)
     prescription = Prescription.objects.using(alias).select_related("bottle").get(pk=pill.prescription_id)
-    return PillPage(pill=pill, alias=alias, prescription=prescription, bottle=prescription.bottle)
+    return PillPage(pill=pill, alias=alias, prescription=prescription, bottle=prescription.bottle,
+                    supersedes=supersedes(pill))
 
 
-def capsule_list(*, reach: Reach, compound: str | None = None, include_discarded: bool = False) -> list[Capsule]:
+def capsule_list(*, reach: Reach, compound: str | None = None, include_discarded: bool = False,
+                 include_superseded: bool = True) -> list[Capsule]:
     rows = Capsule.objects.filter(owner=reach.user)
+    if not include_superseded:
+        rows = rows.filter(superseded_by__isnull=True)
     if not include_discarded:
         rows = rows.alive()
     if compound:

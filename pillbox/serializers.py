@@ -20,6 +20,9 @@ from pillbox.search.results import MATCHES, Hit
 from pillbox.selectors import BottleSummary
 from pillbox.texts import iso, shown_directory
 
+SUPERSEDED_BY = ("The id of the newer one that supersedes it (left out of searches and contexts until that one no "
+                 "longer names it); null when none does.")
+
 
 @extend_schema_field(OpenApiTypes.DATETIME)
 class InstantField(serializers.Field[datetime, Any, str, Any]):
@@ -109,6 +112,7 @@ class PillSerializer(serializers.Serializer[Pill]):
     created_at = InstantField()
     updated_at = InstantField()
     deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
+    superseded_by = ShortIdField(source="superseded_by_id", allow_null=True, help_text=SUPERSEDED_BY)
 
 
 class PillDetailSerializer(PillSerializer):
@@ -136,6 +140,7 @@ class CapsuleSerializer(serializers.Serializer[Capsule]):
     created_at = InstantField()
     updated_at = InstantField()
     deleted_at = InstantField(allow_null=True, help_text="Set when it was discarded (people can restore it).")
+    superseded_by = ShortIdField(source="superseded_by_id", allow_null=True, help_text=SUPERSEDED_BY)
 
 
 class HitSerializer(serializers.Serializer[Hit]):
@@ -147,6 +152,13 @@ class HitSerializer(serializers.Serializer[Hit]):
     bottle_name = serializers.SerializerMethodField(help_text="The pill's bottle's name; null for a capsule.")
     match = serializers.SerializerMethodField(
         help_text="How this row matched the query's meaningful words; null in a listing by compound.")
+    superseded_by = serializers.SerializerMethodField(
+        help_text="The newer row that supersedes this one (only with include_superseded); null otherwise.")
+
+    @extend_schema_field({"type": ["string", "null"], "pattern": "^[0-9a-f]{12}$"})
+    def get_superseded_by(self, hit: Any) -> str | None:
+        newer = self.context.get("superseded", {}).get(hit.id)
+        return ids.short(newer) if newer else None
 
     @extend_schema_field({"type": ["string", "null"], "enum": [*MATCHES, None]})
     def get_match(self, hit: Any) -> str | None:

@@ -250,6 +250,9 @@ def prescription_discard(*, reach: Reach, prescription_id: str) -> tuple[Prescri
     now = timezone.now()
     with transaction.atomic(using=alias):
         count = Pill.objects.using(alias).alive().filter(prescription=prescription).update(deleted_at=now)
+        # The pills of other sessions that these superseded are the best memory left: back in view.
+        (Pill.objects.using(alias).filter(superseded_by__prescription=prescription).exclude(prescription=prescription)
+         .update(superseded_by=None))
         Prescription.objects.using(alias).filter(pk=prescription.pk).update(
             deleted_at=now, ended_at=prescription.ended_at or now
         )
@@ -331,7 +334,9 @@ def pill_discard(*, reach: Reach, pill_id: str) -> Pill:
         return pill
     pill, alias = _pill_in_open_prescription(reach, pill_id)
     pill.deleted_at = timezone.now()
-    pill.save(using=alias, update_fields=["deleted_at"])
+    with transaction.atomic(using=alias):
+        pill.save(using=alias, update_fields=["deleted_at"])
+        superseding.put(alias, Pill, pill, [])  # what it replaced is the best memory left: back in view
     return pill
 
 
@@ -378,7 +383,9 @@ def capsule_discard(*, reach: Reach, capsule_id: str) -> Capsule:
     if capsule.deleted_at is not None:  # idempotent: the first discard's answer again
         return capsule
     capsule.deleted_at = timezone.now()
-    capsule.save(update_fields=["deleted_at"])
+    with transaction.atomic(using=GLOBAL):
+        capsule.save(update_fields=["deleted_at"])
+        superseding.put(GLOBAL, Capsule, capsule, [])
     return capsule
 
 

@@ -110,7 +110,8 @@ def clean(text: str) -> str:
 def render(*, header: str, sessions: str, memory: SessionMemory, budget: int) -> str:
     """``header`` and ``sessions`` (the bottle_context text, already fitted) come first; pills and capsules share
     the rest, with a quarter of it kept for capsule titles, and a last line counts what was left out."""
-    footer_room = 260
+    superseded = superseded_line(memory.superseded_pills, memory.superseded_capsules)
+    footer_room = 260 + len(superseded)
     room = Room(budget - len(header) - len(sessions) - footer_room - 4)
     capsule_titles = [capsule_lines(capsule, full=False) for capsule in memory.capsules]
     whole = [capsule_lines(capsule, full=True) for capsule in memory.capsules]
@@ -161,6 +162,7 @@ def render(*, header: str, sessions: str, memory: SessionMemory, budget: int) ->
         parts.append("\n".join([CAPSULE_HEADING, *shown_capsules]))
     pills_shown = sum(len(entries) for entries in shown_pills.values())
     parts.append(left_out(memory.total_pills - pills_shown, memory.total_capsules - len(shown_capsules)))
+    parts.append(superseded)
     return clean("\n\n".join(part for part in parts if part))
 
 
@@ -178,6 +180,14 @@ def left_out(pills: int, capsules: int) -> str:
     if capsules > 0:
         notes.append(f"{capsules} more capsule{'s' if capsules != 1 else ''} (capsule_search or capsule_read)")
     return "Not shown: " + "; ".join(notes) + "." if notes else ""
+
+
+def superseded_line(pills: int, capsules: int) -> str:
+    """How many rows were hidden for a newer one superseding them (pillbox.superseding), if any."""
+    hidden = [plural(count, f"superseded {noun}") for count, noun in ((pills, "pill"), (capsules, "capsule")) if count]
+    if not hidden:
+        return ""
+    return f"({' and '.join(hidden)} hidden; pill_search or capsule_search with include_superseded: true shows them)"
 
 
 def foreign_line(foreign: Foreign) -> str:

@@ -12,6 +12,7 @@ The API (for the tools, the REST API, the memory browser and the tidy-up):
 - ``put(alias, model, newer, rows)``: the write alone, no checks; call it inside a transaction on ``alias``.
 - ``restore(alias, model, before)``: puts back ``superseded_by`` exactly as a mapping (row id -> newer id or None)
   says, as a tidy-up's undo needs.
+- ``pill_bring_back`` / ``capsule_bring_back``: one row superseded no more (the memory browser's button).
 
 Every write is an UPDATE of ``superseded_by_id``, which the change log notes (migration 0012), so the search
 caches (vocabulary, vectors) follow it in this process and any other.
@@ -140,6 +141,22 @@ def restore(alias: str, model: type[Row], before: Mapping[uuid.UUID, uuid.UUID |
             rows.filter(superseded_by__isnull=False).update(superseded_by=None)
         else:
             rows.exclude(superseded_by=value).update(superseded_by=value)
+
+
+def pill_bring_back(*, reach: Reach, pill_id: str) -> Pill:
+    """The pill is superseded no more (the newer one keeps the others it supersedes): for people, who see a
+    superseded pill in the memory browser."""
+    pill, alias = locate(reach, Pill, pill_id, noun="pill", hint="; pill_search finds pills")
+    restore(alias, Pill, {pill.pk: None})
+    pill.superseded_by_id = None
+    return pill
+
+
+def capsule_bring_back(*, reach: Reach, capsule_id: str) -> Capsule:
+    capsule = locate_capsule(reach, capsule_id, hint="; capsule_search finds capsules")
+    restore(GLOBAL, Capsule, {capsule.pk: None})
+    capsule.superseded_by_id = None
+    return capsule
 
 
 def pill_supersede(*, reach: Reach, pill_id: str, supersedes: Sequence[str]) -> tuple[Pill, Outcome]:

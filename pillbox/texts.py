@@ -6,7 +6,7 @@ Every function here is pure: it formats what the selectors and services already 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -100,7 +100,15 @@ def bottle_context(context: BottleContext) -> str:
         dates = day(rx.started_at) if rx.ended_at is None else f"{day(rx.started_at)} → {day(rx.ended_at)}"
         status = "open" if rx.ended_at is None else "closed"
         blocks.append(f"id: {short(rx.id)}\n[{status}] {one_line(rx.title)}  {dates}  {plural(rx.live_pills, 'pill')}")
-    return "\n\n".join(blocks) + f"\n\n---\nprescriptions: {context.total}"
+    return "\n\n".join(blocks) + f"\n\n---\nprescriptions: {context.total}" + hidden(context.superseded, "pill")
+
+
+def hidden(superseded: int, noun: str) -> str:
+    """The line saying how many rows a newer one supersedes were left out of a context, if any."""
+    if not superseded:
+        return ""
+    return (f"\n({plural(superseded, f'superseded {noun}')} hidden; {noun}_search with include_superseded: true "
+            "shows them)")
 
 
 HERE = "← this directory"
@@ -186,7 +194,7 @@ def prescription_context(context: PrescriptionContext | None) -> str:
         f"  id: {short(pill.id)} [{one_line(pill.compound)}] {one_line(pill.title)}\n  {flattened(pill.content)}"
         for pill in context.pills
     ]
-    return "\n\n".join(blocks) + f"\n\n---\npills: {context.total}"
+    return "\n\n".join(blocks) + f"\n\n---\npills: {context.total}" + hidden(context.superseded, "pill")
 
 
 def prescription_discarded(rx: Prescription, count: int | None) -> str:
@@ -195,12 +203,34 @@ def prescription_discarded(rx: Prescription, count: int | None) -> str:
     return f"Prescription {short(rx.id)} discarded with its {plural(count, 'pill')}."
 
 
-def pill_stored(pill: Pill | Capsule) -> str:
-    return lines([("id", short(pill.id)), ("title", pill.title), ("compound", pill.compound)])
+def superseding(supersedes: list[uuid.UUID] | None) -> list[tuple[str, object]]:
+    """The ``supersedes`` line of a store or revise that was given the argument (``None``: it was not)."""
+    if supersedes is None:
+        return []
+    if not supersedes:
+        return [("supersedes", "none (every row it superseded is back in searches and contexts)")]
+    return [("supersedes", ", ".join(short(pk) for pk in supersedes)
+             + " (left out of searches and contexts; revise with supersedes: [] to bring them back)")]
 
 
-def pill_revised(pill: Pill | Capsule) -> str:
-    return lines([("id", short(pill.id)), ("compound", pill.compound), ("title", pill.title)])
+def pill_stored(pill: Pill | Capsule, supersedes: list[uuid.UUID] | None = None) -> str:
+    return lines([("id", short(pill.id)), ("title", pill.title), ("compound", pill.compound),
+                  *superseding(supersedes or None)])
+
+
+def pill_revised(pill: Pill | Capsule, supersedes: list[uuid.UUID] | None = None) -> str:
+    return lines([("id", short(pill.id)), ("compound", pill.compound), ("title", pill.title),
+                  *superseding(supersedes)])
+
+
+def supersede_lines(record: Pill | Capsule, supersedes: Sequence[uuid.UUID]) -> list[tuple[str, object]]:
+    """What a read says of superseding: the row that supersedes this one, the rows this one supersedes."""
+    pairs: list[tuple[str, object]] = []
+    if record.superseded_by_id is not None:
+        pairs.append(("superseded by", short(record.superseded_by_id)))
+    if supersedes:
+        pairs.append(("supersedes", ", ".join(short(pk) for pk in supersedes)))
+    return pairs
 
 
 def discarded(record: Pill | Capsule) -> str:
@@ -208,19 +238,20 @@ def discarded(record: Pill | Capsule) -> str:
     return lines([("id", short(record.id)), ("deleted_at", iso(record.deleted_at))])
 
 
-def pill(record: Pill) -> str:
+def pill(record: Pill, supersedes: Sequence[uuid.UUID] = ()) -> str:
     pairs: list[tuple[str, object]] = [
         ("id", short(record.id)), ("prescription", short(record.prescription_id)),
         ("created", iso(record.created_at)), ("compound", one_line(record.compound)), ("title", one_line(record.title)),
     ]
     if who := author(record.author_name, record.author_email):
         pairs.append(("author", one_line(who)))
+    pairs += supersede_lines(record, supersedes)
     return lines(pairs) + f"\ncontent:\n{lines_kept(record.content)}"
 
 
-def capsule(record: Capsule) -> str:
+def capsule(record: Capsule, supersedes: Sequence[uuid.UUID] = ()) -> str:
     pairs = [("id", short(record.id)), ("created", iso(record.created_at)), ("compound", record.compound),
-             ("title", record.title)]
+             ("title", record.title), *supersede_lines(record, supersedes)]
     return lines(pairs) + f"\ncontent:\n{record.content}"
 
 
@@ -243,7 +274,8 @@ def search_limits(found: Found) -> str:
 
 
 def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, str] | None,
-                   current_bottle: str | None = None) -> str:
+                   current_bottle: str | None = None, superseded: Mapping[uuid.UUID, uuid.UUID] | None = None) -> str:
+    """``superseded``: the shown rows a newer one supersedes (asked for with include_superseded), marked."""
     if not found.hits:
         return f"No {noun}s found." + search_limits(found)
     header = f"Found {plural(found.total, noun)}"
@@ -268,8 +300,11 @@ def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, 
                   f"a limit above {CLIFF_LIMIT} shows them"
     blocks = [header]
     for hit in found.hits:
+        title = one_line(hit.title)
+        if superseded and hit.id in superseded:
+            title += f" (superseded by {short(superseded[hit.id])})"
         pairs: list[tuple[str, object]] = [("id", short(hit.id)), ("compound", one_line(hit.compound)),
-                                           ("title", one_line(hit.title))]
+                                           ("title", title)]
         if bottle_names is not None:
             name = bottle_names.get(hit.bottle_id, short(hit.bottle_id)) if hit.bottle_id else ""
             pairs.append(("bottle", one_line(name)))

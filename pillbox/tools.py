@@ -10,7 +10,7 @@ from django.db import DatabaseError
 
 from mcp_bridge.arguments import read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import deadlines, selectors, services, texts, tidy_texts, tidying
+from pillbox import deadlines, selectors, services, superseding, texts, tidy_texts, tidying
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.embeddings import loader
 from pillbox.exceptions import PillboxError
@@ -61,6 +61,29 @@ SEARCH_ANSWER = (
     "'No pills found.' means nothing close to the query was stored, not a search failure; when the words find "
     "nothing, the closest rows in meaning are shown labelled low rather than answering that."
 )
+SUPERSEDED = ("A superseded {noun} is left out of {searches} by default, and kept: {noun}_read of it says "
+              "'superseded by: <id>'.")
+
+
+WHOSE = {"pill": "of the same bottle", "capsule": "yours"}
+
+
+def _supersedes(noun: str, *, revise: bool = False) -> dict[str, Any]:
+    undo = (f" The {noun}s it supersedes become exactly these: [] brings back every one it superseded; leaving the "
+            "argument out leaves them as they are." if revise else "")
+    return {"type": "array", "maxItems": superseding.MOST,
+            "items": {**ID, "description": f"The id of a {noun} this one replaces."},
+            "description": f"Ids of older {noun}s this one replaces ({WHOSE[noun]}): a decision changed, a fact "
+                           "gone stale, the same lesson stored twice. "
+                           + SUPERSEDED.format(noun=noun, searches="searches and contexts") + undo}
+
+
+def _include_superseded(noun: str) -> dict[str, Any]:
+    return {"type": "boolean", "default": False,
+            "description": f"Also answer {noun}s that a newer {noun} supersedes, each marked '(superseded by <id>)' "
+                           "in its title line."}
+
+
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
                         "when the strict pass finds nothing."}
@@ -113,37 +136,43 @@ def tool(
     "pill_store",
     "Store a memory entry (pill) in an open prescription: a decision, a bug and its fix, a convention, a "
     "finding worth keeping for the next session. Returns the new pill's id. Keep one idea per pill; content "
-    "over 5000 characters must be split into several pills.",
+    "over 5000 characters must be split into several pills. When it replaces older pills, name them in "
+    "supersedes.",
     {"prescription_id": {**ID, "description": "An open prescription's id (prescription_open returns one)."},
      "title": TITLE, "content": CONTENT, "compound": COMPOUND, "author_name": AUTHOR_NAME,
-     "author_email": AUTHOR_EMAIL},
+     "author_email": AUTHOR_EMAIL, "supersedes": _supersedes("pill")},
     ["prescription_id", "title", "content", "compound", "author_name", "author_email"],
 )
-def pill_store(reach: Reach, **values: str) -> str:
-    return texts.pill_stored(services.pill_store(reach=reach, **values))
+def pill_store(reach: Reach, supersedes: list[str] | None = None, **values: str) -> str:
+    pill = services.pill_store(reach=reach, supersedes=supersedes or (), **values)
+    return texts.pill_stored(pill, selectors.supersedes(pill) if supersedes else None)
 
 
-@tool("pill_read", "Read one pill in full: its prescription, date, compound, title, author and whole content.",
+@tool("pill_read", "Read one pill in full: its prescription, date, compound, title, author and whole content; "
+      "'superseded by: <id>' when a newer pill replaces it, 'supersedes:' the pills it replaces.",
       {"id": ID}, ["id"], read_only=True)
 def pill_read(reach: Reach, id: str) -> str:
     pill, alias = selectors.pill_get(reach=reach, pill_id=id)
     services.count_view(type(pill), alias, pill.pk)
-    return texts.pill(pill)
+    return texts.pill(pill, selectors.supersedes(pill))
 
 
 @tool(
     "pill_revise",
-    "Change a pill's title, content or compound (give at least one). Its prescription must be open; "
-    "prescription_reopen reopens a closed one.",
-    {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True,
+    "Change a pill's title, content or compound, or the pills it supersedes (give at least one). Its "
+    "prescription must be open; prescription_reopen reopens a closed one.",
+    {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND,
+     "supersedes": _supersedes("pill", revise=True)}, ["id"], idempotent=True,
 )
-def pill_revise(reach: Reach, id: str, **changes: str) -> str:
-    require_change("pill_revise", changes)
-    return texts.pill_revised(services.pill_revise(reach=reach, pill_id=id, changes=changes))
+def pill_revise(reach: Reach, id: str, supersedes: list[str] | None = None, **changes: str) -> str:
+    require_change("pill_revise", changes, supersedes)
+    pill = services.pill_revise(reach=reach, pill_id=id, changes=changes, supersedes=supersedes)
+    return texts.pill_revised(pill, None if supersedes is None else selectors.supersedes(pill))
 
 
 @tool("pill_discard", "Discard (archive) a pill: it disappears from search and context but is kept for people "
-      "to restore. Its prescription must be open.", {"id": ID}, ["id"], destructive=True, idempotent=True)
+      "to restore. Its prescription must be open. Pills it superseded come back into search and context.",
+      {"id": ID}, ["id"], destructive=True, idempotent=True)
 def pill_discard(reach: Reach, id: str) -> str:
     return texts.discarded(services.pill_discard(reach=reach, pill_id=id))
 
@@ -155,21 +184,24 @@ def pill_discard(reach: Reach, id: str) -> str:
     "without a shared word. Prefixes match ('auth' finds 'authentication'), accents and case are ignored, "
     "best matches first. " + SEARCH_ANSWER + " Give a query, a compound, or both; a compound alone lists "
     "that compound, newest first. A query's first 32 distinct words are searched (ignored_terms says how "
-    "many more were not).",
+    "many more were not). " + SUPERSEDED.format(noun="pill", searches="the answer"),
     {"query": QUERY, "bottle_id": BOTTLE_ID, "compound": COMPOUND, "limit": _limit(20, 100, "pills"),
-     "fuzzy": FUZZY},
+     "fuzzy": FUZZY, "include_superseded": _include_superseded("pill")},
     read_only=True,
 )
-def pill_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None, bottle_id: str | None = None,
-                compound: str | None = None) -> str:
+def pill_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bool, query: str | None = None,
+                bottle_id: str | None = None, compound: str | None = None) -> str:
     require_query_or_compound(query, compound)
     dbs = selectors.narrowed_dbs(reach, bottle_id)
-    targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
+    targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles), include_superseded=include_superseded)
+               for alias, bottles in dbs.items()]
     current = current_bottle(reach)
     found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy,
                    current=frozenset([current.bottle_id]) if current else frozenset(), cut=limit <= CLIFF_LIMIT)
+    marks = selectors.superseded_marks(reach=reach, kind="pill", ids=[hit.id for hit in found.hits]) \
+        if include_superseded else None
     return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach),
-                                current_bottle=current.name if current else None)
+                                current_bottle=current.name if current else None, superseded=marks)
 
 
 def current_bottle(reach: Reach) -> Any:
@@ -240,29 +272,35 @@ def pill_tidy_undo(reach: Reach, tidy_id: str) -> str:
 @tool(
     "capsule_store",
     "Store a capsule: memory shared by all your projects (conventions, workflows, facts about your "
-    "environment), kept in the global database. Returns the new capsule's id.",
-    {"title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["title", "content", "compound"],
+    "environment), kept in the global database. Returns the new capsule's id. When it replaces older capsules, "
+    "name them in supersedes.",
+    {"title": TITLE, "content": CONTENT, "compound": COMPOUND, "supersedes": _supersedes("capsule")},
+    ["title", "content", "compound"],
 )
-def capsule_store(reach: Reach, **values: str) -> str:
-    return texts.pill_stored(services.capsule_store(reach=reach, **values))
+def capsule_store(reach: Reach, supersedes: list[str] | None = None, **values: str) -> str:
+    capsule = services.capsule_store(reach=reach, supersedes=supersedes or (), **values)
+    return texts.pill_stored(capsule, selectors.supersedes(capsule) if supersedes else None)
 
 
-@tool("capsule_read", "Read one capsule in full.", {"id": ID}, ["id"], read_only=True)
+@tool("capsule_read", "Read one capsule in full; 'superseded by: <id>' when a newer capsule replaces it, "
+      "'supersedes:' the capsules it replaces.", {"id": ID}, ["id"], read_only=True)
 def capsule_read(reach: Reach, id: str) -> str:
     capsule = selectors.capsule_get(reach=reach, capsule_id=id)
     services.count_view(type(capsule), GLOBAL, capsule.pk)
-    return texts.capsule(capsule)
+    return texts.capsule(capsule, selectors.supersedes(capsule))
 
 
-@tool("capsule_revise", "Change a capsule's title, content or compound (give at least one).",
-      {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND}, ["id"], idempotent=True)
-def capsule_revise(reach: Reach, id: str, **changes: str) -> str:
-    require_change("capsule_revise", changes)
-    return texts.pill_revised(services.capsule_revise(reach=reach, capsule_id=id, changes=changes))
+@tool("capsule_revise", "Change a capsule's title, content or compound, or the capsules it supersedes (give at "
+      "least one).", {"id": ID, "title": TITLE, "content": CONTENT, "compound": COMPOUND,
+                      "supersedes": _supersedes("capsule", revise=True)}, ["id"], idempotent=True)
+def capsule_revise(reach: Reach, id: str, supersedes: list[str] | None = None, **changes: str) -> str:
+    require_change("capsule_revise", changes, supersedes)
+    capsule = services.capsule_revise(reach=reach, capsule_id=id, changes=changes, supersedes=supersedes)
+    return texts.pill_revised(capsule, None if supersedes is None else selectors.supersedes(capsule))
 
 
-@tool("capsule_discard", "Discard (archive) a capsule; people can restore it.", {"id": ID}, ["id"],
-      destructive=True, idempotent=True)
+@tool("capsule_discard", "Discard (archive) a capsule; people can restore it. Capsules it superseded come back.",
+      {"id": ID}, ["id"], destructive=True, idempotent=True)
 def capsule_discard(reach: Reach, id: str) -> str:
     return texts.discarded(services.capsule_discard(reach=reach, capsule_id=id))
 
@@ -272,16 +310,19 @@ def capsule_discard(reach: Reach, id: str) -> str:
     "Search your capsules (shared, cross-project memory) by words and by meaning: ask in plain words or a "
     "whole sentence; prefixes match, accents and case are ignored. " + SEARCH_ANSWER.replace("pills", "capsules")
     + " Give a query, a compound, or both. A query's first 32 distinct words are searched (ignored_terms says how "
-    "many more were not).",
-    {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY},
+    "many more were not). " + SUPERSEDED.format(noun="capsule", searches="the answer and the session start"),
+    {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY,
+     "include_superseded": _include_superseded("capsule")},
     read_only=True,
 )
-def capsule_search(reach: Reach, limit: int, fuzzy: bool, query: str | None = None,
+def capsule_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bool, query: str | None = None,
                    compound: str | None = None) -> str:
     require_query_or_compound(query, compound)
-    target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk)
+    target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk, include_superseded=include_superseded)
     found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy, cut=limit <= CLIFF_LIMIT)
-    return texts.search_results(found, noun="capsule", bottle_names=None)
+    marks = selectors.superseded_marks(reach=reach, kind="capsule", ids=[hit.id for hit in found.hits]) \
+        if include_superseded else None
+    return texts.search_results(found, noun="capsule", bottle_names=None, superseded=marks)
 
 
 @tool("capsule_compounds", "List the compounds of your capsules with their counts, most used first.",
@@ -423,7 +464,9 @@ TOOLSET = ToolSet(
         "Pillbox is long-term memory for coding agents. A bottle is a project; a prescription is a work session "
         "in it; pills are the memory entries written during a session; capsules are memory shared by all "
         "projects. Start with bottle_list (or bottle_create), read bottle_context, open a prescription, store "
-        "pills as you learn things worth keeping, search with pill_search, and close the prescription at the end."
+        "pills as you learn things worth keeping, search with pill_search, and close the prescription at the end. "
+        "When a new pill replaces older ones (a changed decision, a stale fact), name them in supersedes: searches "
+        "and contexts then leave them out."
     ),
     tools=tuple(TOOLS),
     internal_error_text="error: internal_error\nmessage: Something went wrong on the server; it has been logged. "

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from mcp_bridge.tools import Caller
-from pillbox import curation, selectors, services
+from pillbox import curation, selectors, services, superseding
 from pillbox.access import Reach, reach_for
 from pillbox.exceptions import AmbiguousId, NotFound, PillboxError, ValidationFailed
 from pillbox.global_db import GLOBAL
@@ -249,6 +249,9 @@ def pill_action(request: PersonRequest, pill_id: str, verb: str) -> HttpResponse
         elif verb == "restore":
             curation.pill_restore(reach=reach, pill_id=pill_hex)
             messages.success(request, "Pill restored.")
+        elif verb == "bringback":
+            superseding.pill_bring_back(reach=reach, pill_id=pill_hex)
+            messages.success(request, "Pill brought back: no pill supersedes it now, so agents see it again.")
         elif verb == "purge":
             curation.pill_purge(reach=reach, pill_id=pill_hex)
             messages.success(request, "Pill deleted for good.")
@@ -279,7 +282,8 @@ def capsules(request: PersonRequest) -> HttpResponse:
 @login_required
 def capsule(request: PersonRequest, capsule_id: str) -> HttpResponse:
     found = _found(selectors.capsule_find_any, reach=_reach(request), capsule_id=capsule_id)
-    return render(request, "webui/memory_capsule.html", {"capsule": found, "form": _pill_form_initial(found)})
+    return render(request, "webui/memory_capsule.html", {"capsule": found, "form": _pill_form_initial(found),
+                                                         "supersedes": selectors.supersedes(found)})
 
 
 @login_required
@@ -301,6 +305,9 @@ def capsule_action(request: PersonRequest, capsule_id: str, verb: str) -> HttpRe
         elif verb == "restore":
             curation.capsule_restore(reach=reach, capsule_id=capsule_hex)
             messages.success(request, "Capsule restored.")
+        elif verb == "bringback":
+            superseding.capsule_bring_back(reach=reach, capsule_id=capsule_hex)
+            messages.success(request, "Capsule brought back: no capsule supersedes it now, so agents see it again.")
         elif verb == "purge":
             curation.capsule_purge(reach=reach, capsule_id=capsule_hex)
             messages.success(request, "Capsule deleted for good.")

@@ -15,6 +15,7 @@ from pillbox import curation, selectors, services
 from pillbox.api.actions import action_view, purge_view
 from pillbox.api.common import (
     CAPSULE_ID,
+    INCLUDE_SUPERSEDED,
     LIST_INPUT,
     PillboxView,
     body_schema,
@@ -29,7 +30,7 @@ from pillbox.tools import COMPOUND
 
 CAPSULE_LIST_INPUT: dict[str, Any] = {
     **LIST_INPUT,
-    "properties": {"compound": COMPOUND, **LIST_INPUT["properties"]},
+    "properties": {"compound": COMPOUND, **LIST_INPUT["properties"], "include_superseded": INCLUDE_SUPERSEDED},
 }
 
 
@@ -45,15 +46,17 @@ class CapsuleListView(PillboxView):
     def get(self, request: Request) -> Response:
         values = read_query(request, CAPSULE_LIST_INPUT, "the list")
         rows = selectors.capsule_list(
-            reach=self.reach, compound=values.get("compound"), include_discarded=values["include_discarded"]
+            reach=self.reach, compound=values.get("compound"), include_discarded=values["include_discarded"],
+            include_superseded=values["include_superseded"],
         )
         return Response(CapsulePageSerializer(paged(rows, values)).data)
 
     @extend_schema(
         operation_id="capsules_store",
         summary="Store a capsule",
+        description="As capsule_store: a capsule named in supersedes that is not yours is 404.",
         request=documented_body(store_input),
-        responses=responses({201: CapsuleSerializer}, 400),
+        responses=responses({201: CapsuleSerializer}, 400, 404),
     )
     def post(self, request: Request) -> Response:
         capsule = services.capsule_store(reach=self.reach, **read("capsule_store", self.store_input, request.data))
@@ -74,15 +77,17 @@ class CapsuleDetailView(PillboxView):
 
     @extend_schema(
         operation_id="capsules_revise",
-        summary="Change a capsule's title, content or compound",
+        summary="Change a capsule's title, content or compound, or the capsules it supersedes",
         parameters=[CAPSULE_ID],
         request=documented_body(revise_input),
         responses=responses({200: CapsuleSerializer}, 400, 404),
     )
     def patch(self, request: Request, capsule_id: str) -> Response:
         changes = read("capsule_revise", self.revise_input, request.data)
-        require_change("capsule_revise", changes)
-        capsule = services.capsule_revise(reach=self.reach, capsule_id=capsule_id, changes=changes)
+        supersedes = changes.pop("supersedes", None)
+        require_change("capsule_revise", changes, supersedes)
+        capsule = services.capsule_revise(reach=self.reach, capsule_id=capsule_id, changes=changes,
+                                          supersedes=supersedes)
         return Response(CapsuleSerializer(capsule).data)
 
     @extend_schema(

@@ -51,6 +51,12 @@ LIST_INPUT: dict[str, Any] = {
 }
 
 
+INCLUDE_SUPERSEDED: dict[str, Any] = {
+    "type": "boolean", "default": False,
+    "description": "Also list the ones a newer one supersedes (superseded_by names it); agents do not see them.",
+}
+
+
 def _id(name: str, noun: str) -> OpenApiParameter:
     return OpenApiParameter(
         name,
@@ -78,7 +84,7 @@ def body_schema(tool: str, *, without: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def documented_body(schema: Mapping[str, Any]) -> Any:
-    return body(schema, nonblank=NONBLANK, visible=VISIBLE, patterns={"name": SLUG_PATTERN})
+    return body(schema, nonblank=NONBLANK, visible=VISIBLE, patterns={"name": SLUG_PATTERN, "supersedes[]": ID_PATTERN})
 
 
 def read(tool: str, schema: Mapping[str, Any], data: Any, *, strict: bool = True) -> dict[str, Any]:

@@ -28,17 +28,18 @@ class PillDetailView(PillboxView):
 
     @extend_schema(
         operation_id="pills_revise",
-        summary="Change a pill's title, content or compound",
+        summary="Change a pill's title, content or compound, or the pills it supersedes",
         description="As pill_revise: refused (409 prescription_required) while its prescription is "
-        "closed; reopen the prescription first.",
+        "closed; reopen the prescription first. supersedes: [] brings back every pill it superseded.",
         parameters=[PILL_ID],
         request=documented_body(revise_input),
         responses=responses({200: PillDetailSerializer}, 400, 404, 409),
     )
     def patch(self, request: Request, pill_id: str) -> Response:
         changes = read("pill_revise", self.revise_input, request.data)
-        require_change("pill_revise", changes)
-        pill = services.pill_revise(reach=self.reach, pill_id=pill_id, changes=changes)
+        supersedes = changes.pop("supersedes", None)
+        require_change("pill_revise", changes, supersedes)
+        pill = services.pill_revise(reach=self.reach, pill_id=pill_id, changes=changes, supersedes=supersedes)
         return self.pill(pill.id.hex)
 
     @extend_schema(

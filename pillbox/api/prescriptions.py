@@ -15,6 +15,7 @@ from api.base import ApiError, query_parameters, responses
 from pillbox import curation, selectors, services
 from pillbox.api.actions import action_view, purge_view
 from pillbox.api.common import (
+    INCLUDE_SUPERSEDED,
     LIST_INPUT,
     PRESCRIPTION_ID,
     PillboxView,
@@ -26,6 +27,10 @@ from pillbox.api.common import (
 )
 from pillbox.input_rules import NONBLANK, VISIBLE
 from pillbox.serializers import PillDetailSerializer, PillPageSerializer, PrescriptionSerializer
+
+PILL_LIST_INPUT: dict[str, Any] = {
+    **LIST_INPUT, "properties": {**LIST_INPUT["properties"], "include_superseded": INCLUDE_SUPERSEDED},
+}
 
 
 class PrescriptionDetailView(PillboxView):
@@ -54,13 +59,14 @@ class PrescriptionPillsView(PillboxView):
         operation_id="prescriptions_pills",
         summary="A prescription's pills, newest first",
         description="A discarded prescription lists the pills discarded with it.",
-        parameters=[PRESCRIPTION_ID, *query_parameters(LIST_INPUT, nonblank=NONBLANK, visible=VISIBLE)],
+        parameters=[PRESCRIPTION_ID, *query_parameters(PILL_LIST_INPUT, nonblank=NONBLANK, visible=VISIBLE)],
         responses=responses({200: PillPageSerializer}, 400, 404),
     )
     def get(self, request: Request, prescription_id: str) -> Response:
-        values = read_query(request, LIST_INPUT, "the list")
+        values = read_query(request, PILL_LIST_INPUT, "the list")
         page = selectors.prescription_page(
-            reach=self.reach, prescription_id=prescription_id, include_discarded=values["include_discarded"]
+            reach=self.reach, prescription_id=prescription_id, include_discarded=values["include_discarded"],
+            include_superseded=values["include_superseded"],
         )
         return Response(PillPageSerializer(paged(page.pills, values)).data)
 

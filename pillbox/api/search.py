@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from api.base import query_parameters, responses
 from pillbox import selectors
-from pillbox.api.common import ID_PATTERN, PillboxView, read_query
+from pillbox.api.common import ID_PATTERN, INCLUDE_SUPERSEDED, PillboxView, read_query
 from pillbox.exceptions import ValidationFailed
 from pillbox.global_db import GLOBAL
 from pillbox.input_rules import NONBLANK, VISIBLE
@@ -37,6 +37,8 @@ SEARCH_INPUT: dict[str, Any] = {
         },
         "limit": _limit(20, 100, "results"),
         "fuzzy": FUZZY,
+        "include_superseded": {**INCLUDE_SUPERSEDED, "description": "Also answer rows a newer one supersedes, "
+                               "each with superseded_by naming it."},
     },
 }
 
@@ -57,16 +59,21 @@ class SearchView(PillboxView):
         query, compound = values.get("q"), values.get("compound")
         if not query and not compound:
             raise ValidationFailed("Give a query (q), a compound, or both.", q="required unless compound is given")
+        superseded = values["include_superseded"]
         if values["kind"] == "capsules":
-            targets = [Target(alias=GLOBAL, kind="capsule", owner_id=self.reach.user.pk)]
+            targets = [Target(alias=GLOBAL, kind="capsule", owner_id=self.reach.user.pk, include_superseded=superseded)]
             names: dict[Any, str] = {}
         else:
             dbs = selectors.narrowed_dbs(self.reach, values.get("bottle"))
-            targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles)) for alias, bottles in dbs.items()]
+            targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles), include_superseded=superseded)
+                       for alias, bottles in dbs.items()]
             names = selectors.bottle_names(self.reach)
         found = search(targets, query=query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
+        kind = "capsule" if values["kind"] == "capsules" else "pill"
+        marks = selectors.superseded_marks(reach=self.reach, kind=kind,
+                                           ids=[hit.id for hit in found.hits]) if superseded else {}
         data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
                 "match": found.match or None, "confidence": found.confidence or None,
                 "corrections": found.corrections, "ignored_terms": found.ignored_terms,
                 "partial": found.partial, "results": found.hits}
-        return Response(SearchSerializer(data, context={"bottle_names": names}).data)
+        return Response(SearchSerializer(data, context={"bottle_names": names, "superseded": marks}).data)

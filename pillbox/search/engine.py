@@ -96,7 +96,7 @@ def _hit(row: tuple[Any, ...]) -> Hit:
 
 
 def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]:
-    joins, where, params = target.scope_sql()
+    joins, where, params = target.shown_sql()
     body = f"FROM {target.table} m {joins} WHERE {where} AND m.compound = %s"
     with connections[target.alias].cursor() as cursor:
         cursor.execute(

@@ -89,7 +89,7 @@ def pg_stats(cursor: CursorWrapper, target: Target, phrases: list[str], compound
              vocabulary: Vocabulary) -> tuple[PgStats, int]:
     """The scope's bm25 statistics (its rows and mean length come with its vocabulary) and how many rows match
     any phrase and each one, in one statement by the full-text index."""
-    joins, where, params = target.scope_sql()
+    joins, where, params = target.shown_sql()
     rows, mean = vocabulary.rows, vocabulary.mean_length
     if compound is not None:
         where += " AND m.compound = %s"
@@ -107,7 +107,7 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
           ) -> tuple[str, list[SqlParam], str, str]:
     """FROM and WHERE of the caller's rows matching the terms (or their expansions; with ``every``, all the
     terms), their parameters, the row key column, and a relevance expression where lower is better."""
-    joins, where, params = target.scope_sql()
+    joins, where, params = target.shown_sql()
     if compound is not None:
         where += " AND m.compound = %s"
         params = [*params, compound]
@@ -124,7 +124,7 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     # A project file's index still has migration 0006's empty scope column, which weighs nothing.
     weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
-    if compound is None and target.everything_reachable:
+    if compound is None and target.index_alone:
         # Only the index: no join per matching row, and the count is the index's own.
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their

@@ -126,7 +126,7 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
     """The scope's rows (``seqs`` only, when given) with their vectors of this model, into ``vectors``."""
     global rows_read
     kind = storage.KINDS[target.kind]
-    joins, where, params = target.scope_sql()
+    joins, where, params = target.shown_sql()
     sql = (f"SELECT m.seq, m.compound, v.vector FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v "
            f"ON v.{kind.key} = m.id AND v.model = %s WHERE {where}")
     with connections[target.alias].cursor() as cursor:
@@ -172,7 +172,8 @@ def _refresh(target: Target, model_key: str, vectors: Vectors) -> bool:
 
 def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
     """The caller's rows' vectors in one database, read once and then kept in step with the writes."""
-    key = ("vectors", target.alias, target.kind, target.owner_id, target.bottles, model_key, dimensions)
+    key = ("vectors", target.alias, target.kind, target.owner_id, target.bottles, target.include_superseded,
+           model_key, dimensions)
     vectors = _vectors.get(key)
     if vectors is not None:
         with vectors.lock:

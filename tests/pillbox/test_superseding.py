@@ -110,3 +110,4 @@ def test_restore_puts_back_exactly_what_was_there(alice):
     superseding.pill_supersede(reach=memory.reach, pill_id=keep.id.hex, supersedes=[a.id.hex, b.id.hex, c.id.hex])
     superseding.restore(GLOBAL, Pill, before)
     assert marks(a, b, c, keep) == [c.id.hex[:12], None, None, None]
+

@@ -124,6 +124,10 @@ def test_tidy_plan_apply_undo_between_two_users(site, alice, bob):
             first = fields((await call("pill_tidy", plan_id=plan, groups=[1.0])).ok)
             assert await superseded_by(pills) == [pills[2], pills[2], None, None, None, pills[6], None]
             assert (await call("pill_tidy", plan_id=plan)).code == "validation_error"
+            # The superseded copies leave pill_search; the keeper stays.
+            after = (await call("pill_search", query="migrations deploy")).ok
+            assert pills[2] in after and pills[0] not in after and pills[1] not in after
+            assert await searches(call) != before
             # Superseded pills are no longer offered: only the look-alikes and the keepers remain, apart.
             assert "No duplicates found" in (await call("pill_duplicates", bottle_id=bottle)).ok
             assert (await other("pill_tidy_undo", tidy_id=first["tidy"])).code == "not_found"
