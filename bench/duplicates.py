@@ -1,7 +1,7 @@
 """Duplicate detection and tidy-up: precision and recall of pillbox.duplicates on the labelled set
 (bench/duplicate_cases.py), per pass and across thresholds, and the time a plan and a tidy take at 1,000 pills.
 
-    .venv/bin/python bench/duplicates.py [--pills 1000]
+    .venv/bin/python bench/duplicates.py [--pills 1000] [--text-only] [--skip-tidy]
 
 Pairs are scored: a predicted pair is two notes put in one group; it is right when the set says they are one
 lesson. The embeddings are the bundled model's (the vectors pill_duplicates reads).
@@ -134,7 +134,7 @@ def timed(function: Callable[[], str]) -> tuple[float, str]:
     return time.perf_counter() - started, answer
 
 
-def timings(root: Path, count: int) -> None:
+def timings(root: Path, count: int, *, meaning: bool = True) -> None:
     """A project bottle of ``count`` pills, each lesson stored twice (the copy with other case and punctuation), so
     a tidy of all of it touches every pill: the plan, the tidy and its undo, timed through the tools."""
     import os
@@ -171,6 +171,8 @@ def timings(root: Path, count: int) -> None:
     seconds, answer = timed(lambda: project.call("pill_tidy_undo", {"tidy_id": tidy[1]}))
     print(f"  pill_tidy_undo              {seconds * 1000:8.1f} ms   {answer.splitlines()[2]}")
     print(f"  pill_search after the undo: {'byte-identical' if project.search(search) == before else 'DIFFERENT'}")
+    if not meaning:
+        return
     os.environ["EMBEDDINGS"] = "on"
     seconds, _ = timed(lambda: str(backfill.backfill(project.alias(), "pill")))
     print(f"  (embedding the {count} pills: {seconds:.1f} s, the background backfill's work, not the plan's)")
@@ -184,12 +186,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pills", type=int, default=1000)
     parser.add_argument("--skip-tidy", action="store_true")
+    parser.add_argument("--text-only", action="store_true", help="time the plan by text only (no embedding)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         setup_django(Path(home))
         quality()
         if not options.skip_tidy:
-            timings(Path(home), options.pills)
+            timings(Path(home), options.pills, meaning=not options.text_only)
 
 
 if __name__ == "__main__":
