@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from django.db import transaction
 from django.utils import timezone
 
-from pillbox import duplicates, ids
+from pillbox import duplicates, ids, superseding
 from pillbox.access import Reach, locate, prefix_range
 from pillbox.duplicates import Note
 from pillbox.exceptions import AmbiguousId, NotFound, ValidationFailed
@@ -241,15 +241,15 @@ def tidy_apply(*, reach: Reach, plan_id: str, groups: Sequence[int] | None = Non
 
 
 def tidy_undo(*, reach: Reach, tidy_id: str) -> Tidy:
-    tidy = _own(Tidy, reach, tidy_id, noun="tidy", field="tidy_id", hint="; pill_tidy answers one")
-    if tidy.undone_at is not None:
-        raise ValidationFailed(f"The tidy {ids.short(tidy.id)} was undone already "
-                               f"({tidy.undone_at:%Y-%m-%d %H:%M} UTC); nothing was changed.",
-                               tidy_id=ids.short(tidy.id))
-    alias = _bottle_alias(reach, tidy.bottle_id, "tidy_id")
-    from pillbox import superseding
-
+    found = _own(Tidy, reach, tidy_id, noun="tidy", field="tidy_id", hint="; pill_tidy answers one")
+    alias = _bottle_alias(reach, found.bottle_id, "tidy_id")
     with transaction.atomic(using=GLOBAL):
+        # Read again under the write lock: of two undos at once, the second is told it was undone already.
+        tidy = Tidy.objects.select_for_update().get(pk=found.pk)
+        if tidy.undone_at is not None:
+            raise ValidationFailed(f"The tidy {ids.short(tidy.id)} was undone already "
+                                   f"({tidy.undone_at:%Y-%m-%d %H:%M} UTC); nothing was changed.",
+                                   tidy_id=ids.short(tidy.id))
         with transaction.atomic(using=alias):
             touched = [uuid.UUID(hex_id) for hex_id in tidy.after]
             now = dict(Pill.objects.using(alias).filter(pk__in=touched).select_for_update().values_list(
