@@ -27,7 +27,8 @@ EXAMPLE_SITE = "http://127.0.0.1:8000"
 AUTHOR = {"author_name": "Ada Lovelace", "author_email": "ada@example.com"}
 
 # The scripted session: (server, tool, arguments). "{name}" in an argument is the id captured earlier under that
-# name (the first "id:" or "bottle_id:" of an answer, captured as the tool's step name given after the arguments).
+# name (the first "id:", "bottle_id:", "plan:" or "tidy:" of an answer, captured as the step name given after the
+# arguments).
 Step = tuple[str, str, dict[str, Any], str | None]
 SESSION: list[Step] = [
     ("pillbox", "bottle_create", {"name": "inventory-api", "display_name": "Inventory API"}, "bottle"),
@@ -35,10 +36,17 @@ SESSION: list[Step] = [
     ("pillbox", "bottle_vinculate", {}, None),
     ("pillbox", "prescription_open", {"bottle_id": "inventory-api", "title": "Cache the product list", **AUTHOR},
      "rx"),
+    # The same lesson stored twice (this copy first, so the example of pill_store is the second): a tidy's example.
+    ("pillbox", "pill_store", {"prescription_id": "{rx}", "title": "Products are cached for 60 s.",
+                               "content": "the product list is cached in Redis for 60 seconds: "
+                                          "`invalidate_products()` clears it after an import",
+                               "compound": "decision", **AUTHOR}, None),
     ("pillbox", "pill_store", {"prescription_id": "{rx}", "title": "Products are cached for 60 s",
                                "content": "The product list is cached in Redis for 60 seconds; "
                                           "`invalidate_products()` clears it after an import.",
                                "compound": "decision", **AUTHOR}, "pill"),
+    ("pillbox", "pill_duplicates", {"bottle_id": "inventory-api"}, "plan"),
+    ("pillbox", "pill_tidy", {"plan_id": "{plan}"}, "tidy"),
     ("pillbox", "pill_read", {"id": "{pill}"}, None),
     ("pillbox", "pill_revise", {"id": "{pill}", "compound": "convention"}, None),
     ("pillbox", "pill_search", {"query": "redis cache"}, None),
@@ -48,6 +56,7 @@ SESSION: list[Step] = [
     ("pillbox", "prescription_read", {"id": "{rx}"}, None),
     ("pillbox", "prescription_close", {"id": "{rx}"}, None),
     ("pillbox", "prescription_reopen", {"id": "{rx}"}, None),
+    ("pillbox", "pill_tidy_undo", {"tidy_id": "{tidy}"}, None),
     ("pillbox", "pill_discard", {"id": "{pill}"}, None),
     ("pillbox", "prescription_discard", {"id": "{rx}"}, None),
     ("pillbox", "capsule_store", {"title": "Commit subjects are imperative",
@@ -87,7 +96,7 @@ PILLBOX_ERRORS: dict[str, tuple[str, ...]] = {
     "bottle_create": ("already_exists",),
     "bottle_vinculate": ("db_not_found", "no_bottle_in_db", "circular_link", "already_exists"),
 }
-ID_ARGUMENTS = ("id", "prescription_id", "bottle_id")
+ID_ARGUMENTS = ("id", "prescription_id", "bottle_id", "plan_id", "tidy_id")
 HELD = ("`Todo <id> is claimed by <holder> until <time>; only its holder changes it …` while another agent holds "
         "it (unless force: true)")
 TODOS_ERRORS: dict[str, tuple[str, ...]] = {
@@ -135,7 +144,7 @@ def run_session() -> list[dict[str, Any]]:
         filled = {key: value.format(**captured) if isinstance(value, str) and "{" in value else value
                   for key, value in arguments.items()}
         reply = run_tool(toolset, toolset.by_name[name], caller, filled)
-        if capture and (found := re.search(r"^(?:bottle_)?id: (\S+)$", reply.text, re.M)):
+        if capture and (found := re.search(r"^(?:bottle_id|id|plan|tidy): (\S+)$", reply.text, re.M)):
             captured[capture] = found.group(1)
         answers.append({"server": server, "tool": name, "arguments": filled, "answer": reply.text,
                         "is_error": reply.is_error})

@@ -236,3 +236,45 @@ class OwnedFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} ({self.origin}) of {self.user}"
+
+
+class TidyPlan(models.Model):
+    """A proposed tidy-up of one bottle (pillbox.tidying): groups of pills that say the same thing, each with the
+    pill to keep. Its id is made from what it proposes and the state of those pills, so asking again for an
+    unchanged bottle answers the same plan; ``state`` is that state (pill id -> last edit and superseding), which a
+    tidy checks before applying anything."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tidy_plans")
+    bottle_id = models.UUIDField()
+    by_meaning = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    groups = models.JSONField()  # [{"keeper": hex, "others": [hex, ...], "why": [text, ...], "keeper_why": text}]
+    state = models.JSONField()  # {pill hex: fingerprint}
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"tidy plan {self.id.hex[:12]} of {self.user}"
+
+
+class Tidy(models.Model):
+    """A plan applied (all its groups or some): ``before`` records every touched pill's previous ``superseded_by``
+    (hex or None), which the undo puts back exactly."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    plan = models.ForeignKey(TidyPlan, on_delete=models.CASCADE, related_name="tidies")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tidies")
+    bottle_id = models.UUIDField()
+    group_numbers = models.JSONField()  # the plan's groups applied, numbered from 1
+    before = models.JSONField()  # {pill hex: previous superseded_by hex or None}
+    after = models.JSONField()  # {pill hex: the keeper hex that now supersedes it}
+    applied_at = models.DateTimeField()
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"tidy {self.id.hex[:12]} of {self.user}"

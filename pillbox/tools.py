@@ -1,4 +1,4 @@
-"""The 22 Pillbox tools: each reads its arguments, calls one service or selector, and formats the answer."""
+"""The 25 Pillbox tools: each reads its arguments, calls one service or selector, and formats the answer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.db import DatabaseError
 
 from mcp_bridge.arguments import read_arguments
 from mcp_bridge.tools import Caller, Tool, ToolFailure, ToolSet
-from pillbox import deadlines, selectors, services, superseding, texts
+from pillbox import deadlines, selectors, services, superseding, texts, tidy_texts, tidying
 from pillbox.access import Reach, hides_server_paths, reach_for
 from pillbox.embeddings import loader
 from pillbox.exceptions import PillboxError
@@ -222,6 +222,48 @@ def current_bottle(reach: Reach) -> Any:
 )
 def pill_compounds(reach: Reach, limit: int, bottle_id: str | None = None) -> str:
     return texts.compounds(selectors.pill_compounds(reach=reach, bottle_id=bottle_id, limit=limit))
+
+
+@tool(
+    "pill_duplicates",
+    "Find pills of one bottle that say the same thing (the same lesson stored twice, reworded a little, re-ordered "
+    "or with a typo fixed) and propose a tidy-up: each group names the pill to keep (the most read, else the "
+    "newest) and how each other pill matched it. Pills that differ in a number, a version, a name or a negation "
+    "are never grouped. Changes nothing: it answers a plan id for pill_tidy. Superseded and discarded pills are "
+    "left out.",
+    {"bottle_id": BOTTLE_ID,
+     "by_meaning": {"type": "boolean", "default": False,
+                    "description": "Also group pills that say the same in other words (the embedding model, above a "
+                                   "measured similarity). Off by default: by text only."}},
+    ["bottle_id"], read_only=True, idempotent=True,
+)
+def pill_duplicates(reach: Reach, bottle_id: str, by_meaning: bool) -> str:
+    return tidy_texts.plan(tidying.duplicates_plan(reach=reach, bottle_id=bottle_id, by_meaning=by_meaning))
+
+
+@tool(
+    "pill_tidy",
+    "Apply a plan from pill_duplicates, all its groups or those named, in one transaction: each group's keeper "
+    "supersedes the other pills of its group (they leave search and context; nothing is deleted). Refused, "
+    "changing nothing, when a pill of the plan changed since it was made. Answers a tidy id for pill_tidy_undo.",
+    {"plan_id": {**ID, "description": "The plan id pill_duplicates answered."},
+     "groups": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 1000,
+                "description": "Group numbers of the plan to apply (default: every group)."}},
+    ["plan_id"], destructive=True,
+)
+def pill_tidy(reach: Reach, plan_id: str, groups: list[int] | None = None) -> str:
+    numbers = None if groups is None else [int(number) for number in groups]  # 2.0 is an integer in JSON
+    return tidy_texts.applied(tidying.tidy_apply(reach=reach, plan_id=plan_id, groups=numbers))
+
+
+@tool(
+    "pill_tidy_undo",
+    "Undo a tidy: every pill it superseded is superseded exactly as before it (usually by none) again. Refused, "
+    "changing nothing, when it was undone already or a pill was superseded otherwise since.",
+    {"tidy_id": {**ID, "description": "The tidy id pill_tidy answered."}}, ["tidy_id"],
+)
+def pill_tidy_undo(reach: Reach, tidy_id: str) -> str:
+    return tidy_texts.undone(tidying.tidy_undo(reach=reach, tidy_id=tidy_id))
 
 
 # ---------------------------------------------------------------- capsules

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from django.views.generic import RedirectView
 
-from webui import account_views, memory_views, views
+from webui import account_views, memory_views, tidy_views, views
 
 # Record ids: a full UUID (with or without dashes) or a prefix of at least 8 hex digits, as the tools take them.
 ID = r"(?P<{}>[0-9a-fA-F-]{{8,36}})"
@@ -25,6 +25,15 @@ urlpatterns = [
         name="memory-registration-action",
     ),
     re_path(r"^pillbox/bottles/" + ID.format("bottle_id") + r"/$", memory_views.bottle, name="memory-bottle"),
+    re_path(r"^pillbox/bottles/" + ID.format("bottle_id") + r"/tidy$", tidy_views.tidy_page, name="memory-tidy"),
+    re_path(
+        r"^pillbox/bottles/" + ID.format("bottle_id") + r"/tidy/apply$", tidy_views.tidy_apply, name="memory-tidy-apply"
+    ),
+    re_path(
+        r"^pillbox/bottles/" + ID.format("bottle_id") + r"/tidy/" + ID.format("tidy_id") + r"/undo$",
+        tidy_views.tidy_undo,
+        name="memory-tidy-undo",
+    ),
     re_path(
         r"^pillbox/prescriptions/" + ID.format("prescription_id") + r"/$",
         memory_views.prescription,

@@ -13,6 +13,7 @@ from pillbox.api.common import PillboxView
 from pillbox.api.pills import PILL_ACTIONS, PillDetailView
 from pillbox.api.prescriptions import PRESCRIPTION_ACTIONS, PrescriptionDetailView, PrescriptionPillsView
 from pillbox.api.search import SearchView
+from pillbox.api.tidy import BottleDuplicatesView, TidyListView, TidyUndoView
 
 
 def _actions(prefix: str, parameter: str, actions: Mapping[str, type[PillboxView]]) -> list[Any]:
@@ -26,6 +27,9 @@ urlpatterns = [
     path("bottles/", BottleListView.as_view(), name="api-bottles"),
     path("bottles/<str:bottle_id>/", BottleDetailView.as_view(), name="api-bottle"),
     path("bottles/<str:bottle_id>/prescriptions/", BottlePrescriptionsView.as_view(), name="api-bottle-prescriptions"),
+    path("bottles/<str:bottle_id>/duplicates/", BottleDuplicatesView.as_view(), name="api-bottle-duplicates"),
+    path("tidies/", TidyListView.as_view(), name="api-tidies"),
+    path("tidies/<str:tidy_id>/undo/", TidyUndoView.as_view(), name="api-tidy-undo"),
     path("prescriptions/<str:prescription_id>/", PrescriptionDetailView.as_view(), name="api-prescription"),
     path("prescriptions/<str:prescription_id>/pills/", PrescriptionPillsView.as_view(), name="api-prescription-pills"),
     *_actions("prescriptions", "prescription_id", PRESCRIPTION_ACTIONS),

@@ -51,7 +51,7 @@ def test_unsupported_protocol_version_header_is_400_with_32022(live_server, alic
 def test_missing_version_header_serves_2025_03_26_without_a_handshake(live_server, alice):
     response = post(live_server.url + "/pillbox/mcp", alice.key, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
     assert response.status_code == 200
-    assert len(response.json()["result"]["tools"]) == 22
+    assert len(response.json()["result"]["tools"]) == 25
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
@@ -65,7 +65,7 @@ def test_batches_are_accepted_at_the_versions_that_have_them(live_server, alice,
     assert response.status_code == 200
     replies = response.json()
     assert [reply["id"] for reply in replies] == [1, 2]
-    assert len(replies[1]["result"]["tools"]) == 22
+    assert len(replies[1]["result"]["tools"]) == 25
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
@@ -193,6 +193,6 @@ def test_the_sdk_client_connects_in_every_mode(live_server, alice, mode):
             return names, result
 
     names, result = run(scenario())
-    assert len(names) == 22
+    assert len(names) == 25
     assert not result.is_error
     assert result.content[0].text == "No bottles registered."

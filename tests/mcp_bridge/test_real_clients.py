@@ -27,7 +27,7 @@ def _npx(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
                           cwd=CLIENTS.parent)
 
 
-@pytest.mark.parametrize("path,count", [("/mcp", 14), ("/pillbox/mcp", 22)])
+@pytest.mark.parametrize("path,count", [("/mcp", 14), ("/pillbox/mcp", 25)])
 def test_inspector_cli_lists_the_tools_strictly(live_server, alice, path, count):
     done = _npx("mcp-inspector", "--cli", live_server.url + path, "--method", "tools/list", "--strict",
                 "--header", f"Authorization: Bearer {alice.key}")

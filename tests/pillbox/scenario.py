@@ -36,6 +36,7 @@ PILLBOX_TOOLS = {
     "capsule_store", "capsule_read", "capsule_revise", "capsule_discard", "capsule_search", "capsule_compounds",
     "prescription_open", "prescription_close", "prescription_reopen", "prescription_read", "prescription_context",
     "prescription_discard", "bottle_create", "bottle_context", "bottle_list", "bottle_vinculate",
+    "pill_duplicates", "pill_tidy", "pill_tidy_undo",
 }
 
 

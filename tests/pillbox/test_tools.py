@@ -1,4 +1,4 @@
-"""The 22 Pillbox tools end to end, through the SDK's own client, over HTTP (the live server) and over stdio.
+"""The 25 Pillbox tools end to end, through the SDK's own client, over HTTP (the live server) and over stdio.
 
 One scenario (``tour``) walks every tool and every error code, and runs over both transports: over HTTP as a
 staff user whose server has ``PILLBOX_ROOT`` set (so local bottles and bottle_vinculate are allowed), over

@@ -35,7 +35,7 @@ def full(model: type, short: str) -> str:
     return str(model.objects.get(id__gte=uuid.UUID(short.ljust(32, "0")), id__lte=uuid.UUID(short.ljust(32, "f"))).id)
 
 
-def test_tools_http_lists_the_22_tools_in_every_client_mode(site, alice):
+def test_tools_http_lists_the_25_tools_in_every_client_mode(site, alice):
     async def scenario(mode: str) -> None:
         async with http_client(site + "/pillbox/mcp", key=alice.key, mode=mode) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
