@@ -124,7 +124,7 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     # A project file's index still has migration 0006's empty scope column, which weighs nothing.
     weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
-    if compound is None and target.everything_reachable:
+    if compound is None and target.window is None and target.everything_reachable:
         # Only the index: no join per matching row, and the count is the index's own.
         return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
