@@ -54,7 +54,9 @@ ISO_DAY = r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d
 
 def _points(month: str) -> tuple[list[str], list[str]]:
     free = [
-        r"(?:the\s+)?day\s+before\s+yesterday", r"today", r"yesterday", r"(?:this|last|previous)\s+(?:week|month|year)",
+        r"(?:the\s+)?day\s+before\s+yesterday",
+        r"(?<!\bthe\s)(?:today|yesterday)",  # not 'the today widget'
+        r"(?:this|last|previous)\s+(?:week|month|year)",
         rf"{NUMBER}\s+{UNIT}\s+ago", rf"(?:last|this)\s+{WEEKDAY}", rf"{month}\s+{ORDINAL},?\s+{YEAR}",
         rf"{ORDINAL}\s+(?:of\s+)?{month},?\s+{YEAR}", rf"{month},?\s+{YEAR}",
     ]
@@ -154,10 +156,9 @@ def recall(query: str | None, *, since: str | None = None, until: str | None = N
     start = bound(since, "since", now=now, zone=zone) if since is not None else None
     end = bound(until, "until", now=now, zone=zone) if until is not None else None
     if start is not None and end is not None and start >= end:
-        window = Window(start, end, zone, "")
-        raise ValidationFailed(f"since ({window._shown(start)}) is not before until ({window._shown(end)}): the "
-                               "window would hold nothing. Swap them, or widen the window.",
-                               since=since, until=until)
+        raise ValidationFailed(f"since ({since[:64]}) is not before until ({until[:64]}): the window would hold "
+                               "nothing. Swap them, or widen the window.",
+                               since="must be before until", until="must be after since")
     named = "since/until" if since is not None and until is not None else "since" if since is not None else "until"
     return Recall(Window(start, end, zone, named, unapplied=found.source if found else ""),
                   left if found else query)
@@ -257,6 +258,8 @@ def _calendar(words: str, today: date, zone: tzinfo) -> tuple[datetime, datetime
     """A year, a month (of a year), or a day of a month: the latest one begun when no year is named."""
     if re.fullmatch(YEAR, words):
         year = int(words)
+        if year > today.year:  # 'port in 2048': no pill was written then
+            return None
         return _midnight(date(year, 1, 1), zone), _midnight(date(year + 1, 1, 1), zone)
     month_name = day_text = year_text = None
     if m := re.fullmatch(rf"({ANY_MONTH})(?: ({ORDINAL}))?(?: ({YEAR}))?", words):

@@ -1,0 +1,288 @@
+"""Recall by time end to end, through the SDK's client: a labelled set of pills with known creation times across
+fifteen months (placed relative to the real now), every time phrase and since/until, and the rows in each window
+exactly (all of them, none outside), over HTTP (the global database) and over stdio (a project's own file)."""
+
+from __future__ import annotations
+
+import calendar
+import sqlite3
+from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from pillbox.embeddings import backfill
+from pillbox.global_db import GLOBAL
+from pillbox.models import Capsule, Pill
+from tests.clients import run
+from tests.pillbox.scenario import (
+    Call,
+    fields,
+    fresh_home,
+    hit_ids,
+    http_session,
+    local_db,
+    new_bottle,
+    open_prescription,
+    site_fixture,  # noqa: F401 (a fixture)
+    stdio_session,
+    store,
+)
+from tests.pillbox.search.recall import in_db
+
+Place = Callable[[dict[str, datetime]], Awaitable[None]]  # sets each titled pill's creation time
+# Days back from today of the labelled pills (one each), across fifteen months.
+DAYS_BACK = (0, 1, 2, 3, 4, 6, 8, 9, 13, 16, 24, 31, 38, 45, 59, 70, 95, 130, 180, 250, 320, 380, 450)
+
+
+def midnight(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def labelled(now: datetime) -> dict[str, datetime]:
+    """Title -> creation time: a pill a day back for each of ``DAYS_BACK`` (at a time of day six hours from now's,
+    so no span back from now falls near one), and pills on the edges of today, this week and this month."""
+    today = now.date()
+    hour = (now - midnight(today) + timedelta(hours=6)) % timedelta(days=1)
+    times = {f"Deploy note {back} days back": midnight(today - timedelta(back)) + hour for back in DAYS_BACK}
+    week, month = today - timedelta(today.weekday()), today.replace(day=1)
+    for name, edge in (("today", today), ("week", week), ("month", month)):
+        times[f"Deploy note at the start of {name}"] = midnight(edge)
+        times[f"Deploy note just before {name}"] = midnight(edge) - timedelta(microseconds=1)
+    return times
+
+
+def months_back(day: date, count: int) -> date:
+    year, month = divmod(day.year * 12 + day.month - 1 - count, 12)
+    return date(year, month + 1, 1)
+
+
+def latest(day: date, number: int) -> date:
+    """The latest day of a month numbered ``number``, today or before."""
+    for back in range(12):
+        first = months_back(day, back)
+        if number <= calendar.monthrange(first.year, first.month)[1] and first.replace(day=number) <= day:
+            return first.replace(day=number)
+    raise AssertionError(number)
+
+
+def three_months_before(now: datetime) -> datetime:
+    first = months_back(now.date(), 3)
+    return now.replace(year=first.year, month=first.month,
+                       day=min(now.day, calendar.monthrange(first.year, first.month)[1]))
+
+
+def cases(now: datetime) -> list[tuple[dict[str, str], datetime | None, datetime | None, str]]:
+    """(search arguments, expected start, expected end, the start of the expected time line), for ``now``."""
+    today = now.date()
+    week = today - timedelta(today.weekday())
+    month = today.replace(day=1)
+    march = date(today.year - (today.month < 3), 3, 1)
+    day30 = today - timedelta(30)
+    third = latest(today, 3)
+    return [
+        ({"query": "what did we do yesterday?"}, midnight(today - timedelta(1)), midnight(today),
+         f'time: {today - timedelta(1)} → {today} UTC (from "yesterday")'),
+        ({"query": "today"}, midnight(today), midnight(today + timedelta(1)), 'time: '),
+        ({"query": "last week"}, midnight(week - timedelta(7)), midnight(week),
+         f'time: {week - timedelta(7)} → {week} UTC (from "last week")'),
+        ({"query": "this week"}, midnight(week), midnight(week + timedelta(7)), "time: "),
+        ({"query": "last month"}, midnight(months_back(month, 1)), midnight(month), "time: "),
+        ({"query": "this month"}, midnight(month), midnight(months_back(month, -1)), "time: "),
+        ({"query": "last year"}, midnight(date(today.year - 1, 1, 1)), midnight(date(today.year, 1, 1)), "time: "),
+        # 'since Monday' on a Monday is since this morning.
+        ({"query": "since Monday"}, midnight(week), None, f'time: since {week} UTC (from "since Monday")'),
+        ({"query": "in March"}, midnight(march), midnight(march.replace(month=4)), "time: "),
+        ({"query": f"in March {march.year}"}, midnight(march), midnight(march.replace(month=4)), "time: "),
+        ({"query": f"before {day30}"}, None, midnight(day30), f'time: before {day30} UTC (from "before {day30}")'),
+        ({"query": "after the 3rd"}, midnight(third + timedelta(1)), None, "time: since "),
+        ({"query": "3 days ago"}, midnight(today - timedelta(3)), midnight(today - timedelta(2)), "time: "),
+        ({"query": f"on {day30}"}, midnight(day30), midnight(day30 + timedelta(1)), "time: "),
+        ({"query": f"between {today - timedelta(60)} and {day30}"}, midnight(today - timedelta(60)),
+         midnight(day30 + timedelta(1)), "time: "),
+        ({"query": "in the last 10 days"}, now - timedelta(days=10), None, "time: since "),
+        # Words and a phrase, a typo and a phrase: the words' pass (strict, then widened) keeps to the window.
+        ({"query": "deploy notes last week"}, midnight(week - timedelta(7)), midnight(week), "time: "),
+        ({"query": "deplyo last month", "limit": 100}, midnight(months_back(month, 1)), midnight(month), "time: "),
+        ({"query": "deploy", "fuzzy": True, "since": "2w"}, now - timedelta(weeks=2), None,
+         "time: since "),
+        # Arguments: a span, dates (until takes its day in), and an argument beside a phrase (the argument wins).
+        ({"query": "deploy", "since": "10d"}, now - timedelta(days=10), None, "time: since "),
+        ({"since": str(day30), "until": str(today - timedelta(3))}, midnight(day30), midnight(today - timedelta(2)),
+         f"time: {day30} → {today - timedelta(2)} UTC (from since/until)"),
+        ({"query": "deploy last week", "until": str(day30)}, None, midnight(day30 + timedelta(1)),
+         f'time: before {day30 + timedelta(1)} UTC (from until; "last week" in the query not applied)'),
+        ({"query": "yesterday", "since": "3m"}, three_months_before(now), None, "time: since "),
+    ]
+
+
+def inside(times: dict[str, datetime], start: datetime | None, end: datetime | None) -> list[str]:
+    """The titles created in the window, newest first."""
+    kept = [title for title, moment in times.items()
+            if (start is None or moment >= start) and (end is None or moment < end)]
+    return sorted(kept, key=lambda title: times[title], reverse=True)
+
+
+async def windows_are_exact(call: Call, place: Place, *, scope: str) -> None:
+    now = datetime.now(UTC)
+    times = labelled(now)
+    bottle = await new_bottle(call, f"timeline-{scope}", scope=scope)
+    rx = await open_prescription(call, bottle)
+    ids = {title: await store(call, rx, title, f"What we deployed: {title.lower()}.") for title in times}
+    await place(times)
+    titles = {short: title for title, short in ids.items()}
+    for arguments, start, end, line in cases(now):
+        arguments.setdefault("limit", 100)
+        answer = await call("pill_search", **arguments)
+        expected = inside(times, start, end)
+        found = [titles[short] for short in hit_ids(answer.ok)]
+        assert sorted(found) == sorted(expected), (arguments, answer.text)
+        timeline = next(text for text in answer.text.split("\n") if text.startswith("time: "))
+        assert timeline.startswith(line), (arguments, timeline)
+        if expected:
+            assert answer.text.startswith(f"Found {len(expected)} pill"), (arguments, answer.text)
+        else:
+            assert answer.text.startswith("No pills found.\ntime: "), (arguments, answer.text)
+        if not arguments.get("query") or arguments["query"] in ("what did we do yesterday?", "today", "last week"):
+            assert found == expected, arguments  # a window alone is listed newest first
+
+
+def test_search_time_windows_are_exact_over_http(site, alice, bob):
+    async def place(times: dict[str, datetime]) -> None:
+        def update() -> None:
+            for title, moment in times.items():
+                assert Pill.objects.using(GLOBAL).filter(title=title).update(created_at=moment) == 2
+        await in_db(update)
+
+    async def scenario() -> None:
+        # Bob's pills have the same titles and times: none of them is ever among Alice's.
+        async with http_session(site, bob.key) as call:
+            bottle = await new_bottle(call, "bobs-timeline")
+            rx = await open_prescription(call, bottle)
+            for title in labelled(datetime.now(UTC)):
+                await store(call, rx, title, f"What we deployed: {title.lower()}.")
+        async with http_session(site, alice.key) as call:
+            await windows_are_exact(call, place, scope="global")
+
+    run(scenario())
+
+
+def test_search_time_windows_are_exact_over_stdio_in_a_projects_file(tmp_path):
+    home = fresh_home(tmp_path)
+    project = (home / "code" / "app").resolve()
+    project.mkdir(parents=True)
+
+    async def place(times: dict[str, datetime]) -> None:
+        # As the ORM writes the column in SQLite: naive UTC text.
+        with sqlite3.connect(local_db(project)) as db:
+            for title, moment in times.items():
+                db.execute("UPDATE pillbox_pill SET created_at = ? WHERE title = ?",
+                           [str(moment.replace(tzinfo=None)), title])
+
+    async def scenario() -> None:
+        async with stdio_session(home, project) as call:
+            await windows_are_exact(call, place, scope="local")
+
+    run(scenario())
+
+
+def test_search_time_reads_days_in_the_clients_time_zone(site, alice):
+    """At UTC+14 the day begins ten to fourteen hours before UTC's: 'today' there is another window."""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            bottle = await new_bottle(call, "zones")
+            rx = await open_prescription(call, bottle)
+            first = await store(call, rx, "Kiribati morning", "Deploy at dawn.")
+            zone = ZoneInfo("Pacific/Kiritimati")
+            local_today = datetime.now(zone).date()
+            start = datetime.combine(local_today, time(), tzinfo=zone)
+
+            def update() -> None:
+                Pill.objects.using(GLOBAL).filter(title="Kiribati morning").update(created_at=start + timedelta(minutes=1))
+            await in_db(update)
+            answer = await call("pill_search", query="deploy today", time_zone="Pacific/Kiritimati")
+            assert hit_ids(answer.ok) == [first]
+            assert f'time: {local_today} → {local_today + timedelta(1)} Pacific/Kiritimati (from "today")' in answer.text
+            before = await call("pill_search", query="deploy", until=str(local_today - timedelta(1)),
+                                time_zone="Pacific/Kiritimati")
+            assert before.ok.startswith("No pills found.\ntime: before ")
+
+    run(scenario())
+
+
+def test_search_time_refuses_a_time_it_cannot_read(site, alice):
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            bottle = await new_bottle(call, "refusals")
+            await store(call, await open_prescription(call, bottle), "Deploy", "Deployed.")
+            after = await call("pill_search", query="deploy", since="2026-11-05", until="2026-11-01")
+            assert after.code == "validation_error"
+            assert after.message == ("since (2026-11-05) is not before until (2026-11-01): the window would hold "
+                                     "nothing. Swap them, or widen the window.")
+            assert after.error_fields["since"] == "must be before until"
+            unreadable = await call("capsule_search", query="deploy", until="next tuesday")
+            assert unreadable.code == "validation_error" and unreadable.message.startswith(
+                "until cannot be read as a time: 'next tuesday'. Give an ISO date (2026-11-01)")
+            zone = await call("pill_search", query="deploy", time_zone="Mars/Olympus")
+            assert zone.code == "validation_error" and "time_zone" in zone.error_fields
+            nothing = await call("pill_search", query="the")  # without time words, as before
+            assert not nothing.is_error
+            assert (await call("pill_search")).code == "validation_error"  # still something to look for
+            # A refused search changed nothing: the pill is found as before.
+            assert len(hit_ids((await call("pill_search", query="deploy")).ok)) == 1
+
+    run(scenario())
+
+
+def test_capsule_search_keeps_to_its_window(site, alice, bob):
+    async def scenario() -> None:
+        now = datetime.now(UTC)
+        made = {"Old habit": now - timedelta(days=40), "Recent habit": now - timedelta(days=3)}
+        async with http_session(site, bob.key) as call:
+            await call("capsule_store", title="Recent habit", content="Bob's commit habit.", compound="habit")
+        async with http_session(site, alice.key) as call:
+            ids = {title: fields((await call("capsule_store", title=title, content="Commit habit.",
+                                              compound="habit")).ok)["id"] for title in made}
+
+            def update() -> None:
+                for title, moment in made.items():
+                    Capsule.objects.using(GLOBAL).filter(title=title).update(created_at=moment)
+            await in_db(update)
+            assert hit_ids((await call("capsule_search", query="commit habit", since="1w")).ok) == [ids["Recent habit"]]
+            assert hit_ids((await call("capsule_search", query="commit habit", until="1w")).ok) == [ids["Old habit"]]
+            listed = await call("capsule_search", query="what did we do in the last 2 months?")
+            assert hit_ids(listed.ok) == [ids["Recent habit"], ids["Old habit"]]
+            assert "\ntime: since " in listed.text and '(from "in the last 2 months")' in listed.text
+            assert hit_ids((await call("capsule_search", compound="habit", since="10d")).ok) == [ids["Recent habit"]]
+
+    run(scenario())
+
+
+@pytest.mark.usefixtures("meaning")
+def test_search_time_keeps_meaning_to_the_window(site, alice):
+    """The closest row in meaning, outside the window, is never ranked; one inside it is found by meaning."""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            bottle = await new_bottle(call, "meanings")
+            rx = await open_prescription(call, bottle)
+            old = await store(call, rx, "Database password rotation", "We rotate the Postgres credentials "
+                              "every ninety days with the vault script.")
+            new = await store(call, rx, "Secrets policy", "Service passwords change each quarter; the vault "
+                              "issues new ones.")
+            await store(call, rx, "Frontend build", "Vite bundles the assets.")
+            await in_db(backfill.wait_for_backfills)
+            now = datetime.now(UTC)
+
+            def update() -> None:
+                Pill.objects.using(GLOBAL).filter(title="Database password rotation").update(
+                    created_at=now - timedelta(days=60))
+            await in_db(update)
+            question = "how often do we change the database passwords"
+            assert old in hit_ids((await call("pill_search", query=question)).ok)
+            recent = await call("pill_search", query=f"{question} in the last 30 days")
+            assert old not in hit_ids(recent.ok) and hit_ids(recent.ok)[0] == new, recent.text
+            assert (await call("pill_search", query=question, until="30d")).ok.split("\n\n")[1].startswith(
+                f"id: {old}")
+
+    run(scenario())
