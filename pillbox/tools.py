@@ -24,9 +24,9 @@ from pillbox.input_rules import (
 )
 from pillbox.limits import COMPOUND_LIMIT, CONTENT_LIMIT, NAME_LIMIT
 from pillbox.original.news import announcements
+from pillbox.search import when
 from pillbox.search.engine import search
 from pillbox.search.scoring import CLIFF_LIMIT
-from pillbox.search import when
 from pillbox.search.targets import Target
 
 

@@ -4,8 +4,8 @@ embedding (``pillbox.embeddings``): the words' candidates get their cosine, and 
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections

@@ -75,7 +75,8 @@ class Target:
         if windowed and self.window is not None:
             # Written as the ORM writes the column (SQLite: UTC text, which sorts as time does).
             adapt = connections[self.alias].ops.adapt_datetimefield_value
-            for moment, condition in ((self.window.start, "m.created_at >= %s"), (self.window.end, "m.created_at < %s")):
+            bounds = ((self.window.start, "m.created_at >= %s"), (self.window.end, "m.created_at < %s"))
+            for moment, condition in bounds:
                 if moment is not None:
                     where += f" AND {condition}"
                     params.append(adapt(moment))

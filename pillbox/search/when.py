@@ -156,7 +156,8 @@ def recall(query: str | None, *, since: str | None = None, until: str | None = N
     start = bound(since, "since", now=now, zone=zone) if since is not None else None
     end = bound(until, "until", now=now, zone=zone) if until is not None else None
     if start is not None and end is not None and start >= end:
-        raise ValidationFailed(f"since ({since[:64]}) is not before until ({until[:64]}): the window would hold "
+        raise ValidationFailed(f"since ({(since or '')[:64]}) is not before until ({(until or '')[:64]}): the "
+                               "window would hold "
                                "nothing. Swap them, or widen the window.",
                                since="must be before until", until="must be after since")
     named = "since/until" if since is not None and until is not None else "since" if since is not None else "until"

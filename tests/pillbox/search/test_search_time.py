@@ -199,11 +199,13 @@ def test_search_time_reads_days_in_the_clients_time_zone(site, alice):
             start = datetime.combine(local_today, time(), tzinfo=zone)
 
             def update() -> None:
-                Pill.objects.using(GLOBAL).filter(title="Kiribati morning").update(created_at=start + timedelta(minutes=1))
+                moment = start + timedelta(minutes=1)
+                Pill.objects.using(GLOBAL).filter(title="Kiribati morning").update(created_at=moment)
             await in_db(update)
             answer = await call("pill_search", query="deploy today", time_zone="Pacific/Kiritimati")
             assert hit_ids(answer.ok) == [first]
-            assert f'time: {local_today} → {local_today + timedelta(1)} Pacific/Kiritimati (from "today")' in answer.text
+            day = f"{local_today} → {local_today + timedelta(1)}"
+            assert f'time: {day} Pacific/Kiritimati (from "today")' in answer.text
             before = await call("pill_search", query="deploy", until=str(local_today - timedelta(1)),
                                 time_zone="Pacific/Kiritimati")
             assert before.ok.startswith("No pills found.\ntime: before ")
