@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import calendar
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 # Days back from today of the labelled pills (one each), across fifteen months.
 DAYS_BACK = (0, 1, 2, 3, 4, 6, 8, 9, 13, 16, 24, 31, 38, 45, 59, 70, 95, 130, 180, 250, 320, 380, 450)
@@ -15,12 +16,12 @@ def midnight(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
-def labelled(now: datetime) -> dict[str, datetime]:
-    """Title -> creation time: a pill a day back for each of ``DAYS_BACK`` (at a time of day six hours from now's,
+def labelled(now: datetime, days_back: tuple[int, ...] | range = DAYS_BACK) -> dict[str, datetime]:
+    """Title -> creation time: a pill a day back for each of ``days_back`` (at a time of day six hours from now's,
     so no span back from now falls near one), and pills on the edges of today, this week and this month."""
     today = now.date()
     hour = (now - midnight(today) + timedelta(hours=6)) % timedelta(days=1)
-    times = {f"Deploy note {back} days back": midnight(today - timedelta(back)) + hour for back in DAYS_BACK}
+    times = {f"Deploy note {back} days back": midnight(today - timedelta(back)) + hour for back in days_back}
     week, month = today - timedelta(today.weekday()), today.replace(day=1)
     for name, edge in (("today", today), ("week", week), ("month", month)):
         times[f"Deploy note at the start of {name}"] = midnight(edge)
@@ -48,7 +49,7 @@ def three_months_before(now: datetime) -> datetime:
                        day=min(now.day, calendar.monthrange(first.year, first.month)[1]))
 
 
-def cases(now: datetime) -> list[tuple[dict[str, str], datetime | None, datetime | None, str]]:
+def cases(now: datetime) -> list[tuple[dict[str, Any], datetime | None, datetime | None, str]]:
     """(search arguments, expected start, expected end, the start of the expected time line), for ``now``."""
     today = now.date()
     week = today - timedelta(today.weekday())
