@@ -169,10 +169,17 @@ listed newest first). Hits in the ``current`` bottles
         expansions = widened(budget, words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
         passes.append((expansions, *lexical_pass(target, terms, expansions, compound, limit, words, budget)))
+    windowed = any(target.window for target in targets)
+
+    def typed_anywhere() -> bool:
+        # Anywhere in the scope: corrections are for words the memory lacks, not for a time window that lacks
+        # them (the window's answer is then what it holds).
+        return any(any_match(replace(target, window=None), terms, compound, words)
+                   for target, words in zip(targets, vocabularies, strict=True))
+
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and not budget.spent() and (
-        not any(total for _, _, total, _ in passes)
-        or (partly_widened and not any(any_match(target, terms, compound, words)
-                                       for target, words in zip(targets, vocabularies, strict=True)))
+        (not any(total for _, _, total, _ in passes) and not (windowed and typed_anywhere()))
+        or (partly_widened and not typed_anywhere())
     ):
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []

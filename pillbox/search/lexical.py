@@ -21,6 +21,7 @@ from django.db.backends.utils import CursorWrapper
 
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import Coverage
+from pillbox.search.spans import key_range
 from pillbox.search.targets import Target, marks
 from pillbox.search.terms import match_expression
 from pillbox.search.vocabulary import Vocabulary
@@ -124,9 +125,15 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     # A project file's index still has migration 0006's empty scope column, which weighs nothing.
     weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
-    if compound is None and target.window is None and target.everything_reachable:
-        # Only the index: no join per matching row, and the count is the index's own.
-        return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
+    if compound is None and target.everything_reachable:
+        # Only the index: no join per matching row, and the count is the index's own; a time window as the range
+        # of keys its rows are (``spans``), when they are one.
+        keys = key_range(target) if target.window is not None else None
+        if target.window is None:
+            return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
+        if keys is not None:
+            return (f"FROM {fts} WHERE {fts} MATCH %s AND {fts}.rowid BETWEEN %s AND %s", [expression, *keys],
+                    f"{fts}.rowid", score)
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
     body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
