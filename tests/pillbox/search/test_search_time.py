@@ -202,3 +202,25 @@ def test_search_time_keeps_meaning_to_the_window(site, alice):
                 f"id: {old}")
 
     run(scenario())
+
+
+def test_search_time_corrects_typos_only_for_words_the_memory_lacks(site, alice):
+    """A window holding none of the typed words is not a typo: the answer is what the window holds, as a search
+    without a window finds only the word as typed; a misspelt word is still corrected inside the window."""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            bottle = await new_bottle(call, "typos-in-time")
+            rx = await open_prescription(call, bottle)
+            old = await store(call, rx, "Kubernetes rollout", "Blue-green rollout of the cluster.")
+            misspelt = await store(call, rx, "Kubernetis notes", "Node pools resized.")
+            now = datetime.now(UTC)
+
+            def update() -> None:
+                Pill.objects.using(GLOBAL).filter(title="Kubernetes rollout").update(created_at=now - timedelta(40))
+            await in_db(update)
+            assert hit_ids((await call("pill_search", query="kubernetes")).ok) == [old]
+            assert (await call("pill_search", query="kubernetes", since="7d")).ok.startswith("No pills found.\ntime: ")
+            corrected = await call("pill_search", query="nodde pools in the last 7 days")
+            assert hit_ids(corrected.ok) == [misspelt] and "corrected: nodde → node" in corrected.text
+
+    run(scenario())
