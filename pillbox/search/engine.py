@@ -123,13 +123,13 @@ def _listing(target: Target, compound: str | None, limit: int) -> tuple[list[Hit
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
            current: frozenset[uuid.UUID] = frozenset(), cut: bool = False) -> Found:
     """Search every target; ``query`` or ``compound`` (or both) must be given, or a time window on the targets
-(``Target.window``: the rows created in it are the only ones counted and ranked; without a query, they are
-listed newest first). Hits in the ``current`` bottles
-    (where the caller's working directory is) rank ahead of others at comparable relevance. With ``cut``, rows
-    far below the best are left out (``cliff``) and counted in ``Found.more``."""
+    (``Target.window``: only the rows created in it are counted and ranked; without a query they are listed,
+    newest first). Hits in the ``current`` bottles (where the caller's working directory is) rank ahead of others
+    at comparable relevance. With ``cut``, rows far below the best are left out (``cliff``) and counted in
+    ``Found.more``."""
     targets = [target for target in targets if target.kind == "capsule" or target.bottles]
+    windowed = any(target.window for target in targets)
     if not query:
-        windowed = any(target.window for target in targets)
         assert compound is not None or windowed
         listed = [_listing(target, compound, limit) for target in targets]
         return Found(merge([hits for hits, _ in listed], limit, by_score=windowed),
@@ -169,7 +169,6 @@ listed newest first). Hits in the ``current`` bottles
         expansions = widened(budget, words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
         passes.append((expansions, *lexical_pass(target, terms, expansions, compound, limit, words, budget)))
-    windowed = any(target.window for target in targets)
 
     def typed_anywhere() -> bool:
         # Anywhere in the scope: corrections are for words the memory lacks, not for a time window that lacks

@@ -128,10 +128,9 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     if compound is None and target.everything_reachable:
         # Only the index: no join per matching row, and the count is the index's own; a time window as the range
         # of keys its rows are (``spans``), when they are one.
-        keys = key_range(target) if target.window is not None else None
         if target.window is None:
             return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
-        if keys is not None:
+        if (keys := key_range(target)) is not None:
             return (f"FROM {fts} WHERE {fts} MATCH %s AND {fts}.rowid BETWEEN %s AND %s", [expression, *keys],
                     f"{fts}.rowid", score)
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
