@@ -64,6 +64,7 @@ def require_change(tool_name: str, changes: dict[str, str], supersedes: list[str
                                fields="give title, content, compound or supersedes")
 
 
-def require_query_or_compound(query: str | None, compound: str | None) -> None:
-    if not query and not compound:
+def require_query_or_compound(query: str | None, compound: str | None, *, timed: bool = False) -> None:
+    """Something to look for: a query, a compound, or (``timed``) a time window to list."""
+    if not query and not compound and not timed:
         raise ValidationFailed("Give a query, a compound, or both.", query="required unless compound is given")

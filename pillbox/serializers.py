@@ -207,6 +207,11 @@ class SearchSerializer(serializers.Serializer[Mapping[str, Any]]):
         "meaning agrees), medium, or low (a partial or meaning-only match, to be checked); null without results.")
     corrections = CorrectionSerializer(
         many=True, help_text="The typo corrections the results matched, each as typed and as corrected.")
+    time = serializers.CharField(
+        allow_null=True,
+        help_text="The window of creation times searched and what it was read from (since/until, or the query's "
+        "time words), as the tools' time: line ('2026-11-23 → 2026-11-30 UTC (from \"last week\")'); null "
+        "for all time.")
     results = HitSerializer(many=True)
 
 

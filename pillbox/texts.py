@@ -16,6 +16,7 @@ from pillbox.models import Bottle, Capsule, OwnedFile, Pill, Prescription, Regis
 from pillbox.search.engine import MAX_TERMS
 from pillbox.search.results import Found
 from pillbox.search.scoring import CLIFF_LIMIT
+from pillbox.search.when import Window
 from pillbox.selectors import BottleContext, ListedBottle, PrescriptionContext
 from pillbox.shaping import lines_kept, one_line
 
@@ -274,13 +275,17 @@ def search_limits(found: Found) -> str:
 
 
 def search_results(found: Found, *, noun: str, bottle_names: Mapping[uuid.UUID, str] | None,
-                   current_bottle: str | None = None, superseded: Mapping[uuid.UUID, uuid.UUID] | None = None) -> str:
-    """``superseded``: the shown rows a newer one supersedes (asked for with include_superseded), marked."""
+                   current_bottle: str | None = None, superseded: Mapping[uuid.UUID, uuid.UUID] | None = None,
+                   window: Window | None = None) -> str:
+    """``superseded``: the shown rows a newer one supersedes (asked for with include_superseded), marked;
+    ``window``: the time searched, and what it was read from (an argument, or the query's time words)."""
+    timed = f"\ntime: {window.describe()}" if window is not None else ""
     if not found.hits:
-        return f"No {noun}s found." + search_limits(found)
+        return f"No {noun}s found." + timed + search_limits(found)
     header = f"Found {plural(found.total, noun)}"
     if found.total > len(found.hits):
         header += f" (showing {len(found.hits)})"
+    header += timed
     if found.match:
         header += f"\nmatch: {found.match}"
     if found.confidence:

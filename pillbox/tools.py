@@ -24,6 +24,7 @@ from pillbox.input_rules import (
 )
 from pillbox.limits import COMPOUND_LIMIT, CONTENT_LIMIT, NAME_LIMIT
 from pillbox.original.news import announcements
+from pillbox.search import when
 from pillbox.search.engine import search
 from pillbox.search.scoring import CLIFF_LIMIT
 from pillbox.search.targets import Target
@@ -84,6 +85,22 @@ def _include_superseded(noun: str) -> dict[str, Any]:
                            "in its title line."}
 
 
+SINCE = _string(1, 64, "Only pills created from this moment on: an ISO date (2026-11-01), a date-time "
+                       "(2026-11-01T09:30, Z or an offset welcome), or a span back from now (7d, 2w, 3m, 12h, 1y).")
+UNTIL = _string(1, 64, "Only pills created before this moment: as since; a date includes that whole day.")
+TIME_ZONE = _string(1, 64, "Your IANA time zone (Europe/Paris), for what a day, a week or a month is in since, "
+                           "until and the query's time words; default: the server's.")
+# How a search keeps to a time (pill_search and capsule_search).
+SEARCH_TIME = (
+    "Time: since and until keep to the pills created in that window, inside the search itself (rows outside it "
+    "are never ranked); time words in the query are read the same way and taken out of the words searched: "
+    "'yesterday', 'today', 'last week', 'this month', 'since Monday', 'in March', 'in March 2026', "
+    "'before 2026-11-01', 'after the 3rd', '3 days ago', 'in the last 7 days', 'between March and May' (weeks "
+    "begin on Monday; a month or weekday needs its preposition: 'in March', 'since Monday'). The answer's "
+    "'time:' line gives the window used (its end excluded) and what it was read from; since/until win over the "
+    "query's time words, and the line says so. A query of time words alone (what did we do yesterday?) lists "
+    "that window's pills, newest first."
+)
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
                         "when the strict pass finds nothing."}
@@ -182,26 +199,37 @@ def pill_discard(reach: Reach, id: str) -> str:
     "Search pills by words and by meaning, across every bottle you can reach (or one bottle). Ask in plain "
     "words or a whole sentence ('where are login sessions stored?'): rows close in meaning are found even "
     "without a shared word. Prefixes match ('auth' finds 'authentication'), accents and case are ignored, "
-    "best matches first. " + SEARCH_ANSWER + " Give a query, a compound, or both; a compound alone lists "
-    "that compound, newest first. A query's first 32 distinct words are searched (ignored_terms says how "
-    "many more were not). " + SUPERSEDED.format(noun="pill", searches="the answer"),
+    "best matches first. " + SEARCH_ANSWER + " " + SEARCH_TIME + " Give a query, a compound, a time (since, "
+    "until), or several; a compound alone lists that compound, newest first. A query's first 32 distinct words "
+    "are searched (ignored_terms says how many more were not). "
+    + SUPERSEDED.format(noun="pill", searches="the answer"),
     {"query": QUERY, "bottle_id": BOTTLE_ID, "compound": COMPOUND, "limit": _limit(20, 100, "pills"),
-     "fuzzy": FUZZY, "include_superseded": _include_superseded("pill")},
+     "fuzzy": FUZZY, "include_superseded": _include_superseded("pill"), "since": SINCE, "until": UNTIL,
+     "time_zone": TIME_ZONE},
     read_only=True,
 )
 def pill_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bool, query: str | None = None,
-                bottle_id: str | None = None, compound: str | None = None) -> str:
-    require_query_or_compound(query, compound)
+                bottle_id: str | None = None, compound: str | None = None, **time: str) -> str:
+    wanted = timed_query(query, compound, **time)
     dbs = selectors.narrowed_dbs(reach, bottle_id)
-    targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles), include_superseded=include_superseded)
+    targets = [Target(alias=alias, kind="pill", bottles=frozenset(bottles), include_superseded=include_superseded,
+                      window=wanted.window)
                for alias, bottles in dbs.items()]
     current = current_bottle(reach)
-    found = search(targets, query=query, compound=compound, limit=limit, fuzzy=fuzzy,
+    found = search(targets, query=wanted.query, compound=compound, limit=limit, fuzzy=fuzzy,
                    current=frozenset([current.bottle_id]) if current else frozenset(), cut=limit <= CLIFF_LIMIT)
     marks = selectors.superseded_marks(reach=reach, kind="pill", ids=[hit.id for hit in found.hits]) \
         if include_superseded else None
     return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach),
-                                current_bottle=current.name if current else None, superseded=marks)
+                                current_bottle=current.name if current else None, superseded=marks,
+                                window=wanted.window)
+
+
+def timed_query(query: str | None, compound: str | None, **time: str) -> when.Recall:
+    """The window a search keeps to and the words left to search; something to look for is required."""
+    wanted = when.recall(query, since=time.get("since"), until=time.get("until"), time_zone=time.get("time_zone"))
+    require_query_or_compound(query, compound, timed=wanted.window is not None)
+    return wanted
 
 
 def current_bottle(reach: Reach) -> Any:
@@ -309,20 +337,23 @@ def capsule_discard(reach: Reach, id: str) -> str:
     "capsule_search",
     "Search your capsules (shared, cross-project memory) by words and by meaning: ask in plain words or a "
     "whole sentence; prefixes match, accents and case are ignored. " + SEARCH_ANSWER.replace("pills", "capsules")
-    + " Give a query, a compound, or both. A query's first 32 distinct words are searched (ignored_terms says how "
-    "many more were not). " + SUPERSEDED.format(noun="capsule", searches="the answer and the session start"),
+    + " " + SEARCH_TIME.replace("pills", "capsules") + " Give a query, a compound, a time (since, until), or "
+    "several. A query's first 32 distinct words are searched (ignored_terms says how many more were not). "
+    + SUPERSEDED.format(noun="capsule", searches="the answer and the session start"),
     {"query": QUERY, "compound": COMPOUND, "limit": _limit(20, 100, "capsules"), "fuzzy": FUZZY,
-     "include_superseded": _include_superseded("capsule")},
+     "include_superseded": _include_superseded("capsule"), "since": SINCE, "until": UNTIL, "time_zone": TIME_ZONE},
     read_only=True,
 )
 def capsule_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bool, query: str | None = None,
-                   compound: str | None = None) -> str:
-    require_query_or_compound(query, compound)
-    target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk, include_superseded=include_superseded)
-    found = search([target], query=query, compound=compound, limit=limit, fuzzy=fuzzy, cut=limit <= CLIFF_LIMIT)
+                   compound: str | None = None, **time: str) -> str:
+    wanted = timed_query(query, compound, **time)
+    target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk, include_superseded=include_superseded,
+                    window=wanted.window)
+    found = search([target], query=wanted.query, compound=compound, limit=limit, fuzzy=fuzzy,
+                   cut=limit <= CLIFF_LIMIT)
     marks = selectors.superseded_marks(reach=reach, kind="capsule", ids=[hit.id for hit in found.hits]) \
         if include_superseded else None
-    return texts.search_results(found, noun="capsule", bottle_names=None, superseded=marks)
+    return texts.search_results(found, noun="capsule", bottle_names=None, superseded=marks, window=wanted.window)
 
 
 @tool("capsule_compounds", "List the compounds of your capsules with their counts, most used first.",

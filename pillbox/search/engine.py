@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from django.db import connections
@@ -31,7 +32,7 @@ from pillbox.search import forms, snippets
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import FUZZY_COVERAGE, Coverage
 from pillbox.search.lexical import Candidate, any_match, lexical_pass
-from pillbox.search.meaning import Spread, semantic_pass
+from pillbox.search.meaning import Spread, micros, semantic_pass
 from pillbox.search.results import ALL_WORDS, CORRECTED_WORDS, MEANING, Found, Hit, as_uuid
 from pillbox.search.scoring import CLIFF_LOOKUP, CLIFF_OTHER, cliff, merge, rank
 from pillbox.search.targets import Target
@@ -96,32 +97,43 @@ def _hit(row: tuple[Any, ...]) -> Hit:
     )
 
 
-def _listing(target: Target, compound: str, limit: int) -> tuple[list[Hit], int]:
+def _listing(target: Target, compound: str | None, limit: int) -> tuple[list[Hit], int]:
+    """A compound's rows (newest first), or a time window's (by creation time, which then is each hit's score,
+    so that the databases' lists merge in that order)."""
     joins, where, params = target.shown_sql()
-    body = f"FROM {target.table} m {joins} WHERE {where} AND m.compound = %s"
+    if compound is not None:
+        where, params = f"{where} AND m.compound = %s", [*params, compound]
+    body = f"FROM {target.table} m {joins} WHERE {where}"
+    order = "m.created_at DESC, m.seq DESC" if target.window else "m.seq DESC"
     with connections[target.alias].cursor() as cursor:
         cursor.execute(
             f"SELECT m.id, m.seq, m.compound, m.title, substr(m.content, 1, {snippets.LISTING_WIDTH + 40}), "
-            f"{target.bottle_column} "
-            f"{body} ORDER BY m.seq DESC LIMIT %s",
-            [*params, compound, limit],
+            f"{target.bottle_column}, m.created_at "
+            f"{body} ORDER BY {order} LIMIT %s",
+            [*params, limit],
         )
         rows = cursor.fetchall()
-        cursor.execute(f"SELECT COUNT(*) {body}", [*params, compound])
+        cursor.execute(f"SELECT COUNT(*) {body}", params)
         total = cursor.fetchone()[0]
-    return [_hit(row) for row in rows], total
+    hits = [_hit(row[:6]) for row in rows]
+    if target.window:
+        hits = [replace(hit, score=micros(row[6]) / 1e6) for hit, row in zip(hits, rows, strict=True)]
+    return hits, total
 
 
 def search(targets: list[Target], *, query: str | None, compound: str | None, limit: int, fuzzy: bool,
            current: frozenset[uuid.UUID] = frozenset(), cut: bool = False) -> Found:
-    """Search every target; ``query`` or ``compound`` (or both) must be given. Hits in the ``current`` bottles
-    (where the caller's working directory is) rank ahead of others at comparable relevance. With ``cut``, rows
-    far below the best are left out (``cliff``) and counted in ``Found.more``."""
+    """Search every target; ``query`` or ``compound`` (or both) must be given, or a time window on the targets
+    (``Target.window``: only the rows created in it are counted and ranked; without a query they are listed,
+    newest first). Hits in the ``current`` bottles (where the caller's working directory is) rank ahead of others
+    at comparable relevance. With ``cut``, rows far below the best are left out (``cliff``) and counted in
+    ``Found.more``."""
     targets = [target for target in targets if target.kind == "capsule" or target.bottles]
+    windowed = any(target.window for target in targets)
     if not query:
-        assert compound is not None
+        assert compound is not None or windowed
         listed = [_listing(target, compound, limit) for target in targets]
-        return Found(merge([hits for hits, _ in listed], limit, by_score=False),
+        return Found(merge([hits for hits, _ in listed], limit, by_score=windowed),
                      sum(total for _, total in listed), used_fuzzy=False)
     terms = meaningful(extract_terms(query))
     ignored = max(0, len(terms) - MAX_TERMS)
@@ -158,10 +170,16 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
         expansions = widened(budget, words, terms, fuzzy, known)
         partly_widened |= bool(expansions) and len(expansions) < sum(len(t) >= MIN_FUZZY_TERM for t in terms)
         passes.append((expansions, *lexical_pass(target, terms, expansions, compound, limit, words, budget)))
+
+    def typed_anywhere() -> bool:
+        # Anywhere in the scope: corrections are for words the memory lacks, not for a time window that lacks
+        # them (the window's answer is then what it holds).
+        return any(any_match(replace(target, window=None), terms, compound, words)
+                   for target, words in zip(targets, vocabularies, strict=True))
+
     if not fuzzy and len(query) >= MIN_FUZZY_QUERY and not budget.spent() and (
-        not any(total for _, _, total, _ in passes)
-        or (partly_widened and not any(any_match(target, terms, compound, words)
-                                       for target, words in zip(targets, vocabularies, strict=True)))
+        (not any(total for _, _, total, _ in passes) and not (windowed and typed_anywhere()))
+        or (partly_widened and not typed_anywhere())
     ):
         # The strict pass finds nothing: the seed's fuzzy pass, every term of 4+ characters widened.
         passes = []

@@ -21,6 +21,7 @@ from django.db.backends.utils import CursorWrapper
 
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import Coverage
+from pillbox.search.spans import key_range
 from pillbox.search.targets import Target, marks
 from pillbox.search.terms import match_expression
 from pillbox.search.vocabulary import Vocabulary
@@ -126,10 +127,15 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
     if compound is None and target.everything_reachable:
         # Only the index: no join per matching row, and the count is the index's own. The superseded rows are
-        # few, read once by their index.
+        # few, read once by their index; a time window is the range of keys its rows are (``spans``), when they
+        # are one.
         hidden = "" if target.include_superseded else \
             f" AND {fts}.rowid NOT IN (SELECT seq FROM {target.table} WHERE superseded_by_id IS NOT NULL)"
-        return f"FROM {fts} WHERE {fts} MATCH %s{hidden}", [expression], f"{fts}.rowid", score
+        if target.window is None:
+            return f"FROM {fts} WHERE {fts} MATCH %s{hidden}", [expression], f"{fts}.rowid", score
+        if (keys := key_range(target)) is not None:
+            return (f"FROM {fts} WHERE {fts} MATCH %s AND {fts}.rowid BETWEEN %s AND %s{hidden}",
+                    [expression, *keys], f"{fts}.rowid", score)
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
     body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"

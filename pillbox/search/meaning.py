@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
@@ -15,6 +16,7 @@ from pillbox.embeddings import backfill, storage
 from pillbox.search import changes
 from pillbox.search.lexical import Candidate
 from pillbox.search.targets import Target, marks
+from pillbox.search.when import Window
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from pillbox.embeddings.embedders import Embedder
 
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(eq=False)
@@ -35,6 +39,7 @@ class Vectors:
     count: int = 0
     _seqs: np.ndarray | None = None  # int64 [capacity]; rows past ``count`` are unused
     _matrix: np.ndarray | None = None  # float32 [capacity, dimensions], unit rows
+    _created: np.ndarray | None = None  # int64 [capacity]: each row's creation, microseconds since the epoch
     compounds: list[str] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)
     missing_seqs: set[int] = field(default_factory=set)  # the scope's live rows without a vector of this model
@@ -51,17 +56,22 @@ class Vectors:
         return self._matrix[:self.count]
 
     @property
+    def created(self) -> np.ndarray:
+        assert self._created is not None
+        return self._created[:self.count]
+
+    @property
     def missing(self) -> int:
         return len(self.missing_seqs)
 
     @property
     def nbytes(self) -> int:
         assert self._matrix is not None and self._seqs is not None
-        return int(self._matrix.nbytes + self._seqs.nbytes) + 100 * self.count
+        return int(self._matrix.nbytes + 2 * self._seqs.nbytes) + 100 * self.count
 
-    def take(self, rows: list[tuple[int, str, bytes | None]], replacing: list[int]) -> None:
-        """Rows of the scope as read (seq, compound, vector or None), in place of what was kept of the rows
-        ``replacing`` names (those no longer in the scope are not among the rows read)."""
+    def take(self, rows: list[tuple[int, str, bytes | None, object]], replacing: list[int]) -> None:
+        """Rows of the scope as read (seq, compound, vector or None, creation time), in place of what was kept
+        of the rows ``replacing`` names (those no longer in the scope are not among the rows read)."""
         import numpy as np
 
         for seq in replacing:
@@ -72,13 +82,14 @@ class Vectors:
         needed = self.count + len(kept)
         if self._matrix is None or self._seqs is None or needed > len(self._seqs):
             self.resize(max(needed + needed // 2, 64))
-        if not kept or self._matrix is None or self._seqs is None:
+        if not kept or self._matrix is None or self._seqs is None or self._created is None:
             return
         end = self.count + len(kept)
         block = np.frombuffer(b"".join(bytes(row[2]) for row in kept if row[2] is not None),
                               dtype=storage.VECTOR_DTYPE)
         self._matrix[self.count:end] = block.reshape(len(kept), self.dimensions)
         self._seqs[self.count:end] = [row[0] for row in kept]
+        self._created[self.count:end] = [micros(row[3]) for row in kept]
         for at, row in enumerate(kept, start=self.count):
             self.position[int(row[0])] = at
             self.compounds.append(row[1])
@@ -91,19 +102,22 @@ class Vectors:
 
         matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
         seqs = np.zeros(capacity, dtype=np.int64)
-        if self._matrix is not None and self._seqs is not None:
+        created = np.zeros(capacity, dtype=np.int64)
+        if self._matrix is not None and self._seqs is not None and self._created is not None:
             matrix[:self.count] = self._matrix[:self.count]
             seqs[:self.count] = self._seqs[:self.count]
-        self._matrix, self._seqs = matrix, seqs
+            created[:self.count] = self._created[:self.count]
+        self._matrix, self._seqs, self._created = matrix, seqs, created
 
     def _drop(self, seq: int) -> None:
         self.missing_seqs.discard(seq)
         at = self.position.pop(seq, None)
-        if at is None or self._matrix is None or self._seqs is None:
+        if at is None or self._matrix is None or self._seqs is None or self._created is None:
             return
         last = self.count - 1
         if at != last:  # the last row takes the dropped row's place
             self._matrix[at] = self._matrix[last]
+            self._created[at] = self._created[last]
             moved = int(self._seqs[last])
             self._seqs[at] = moved
             self.compounds[at] = self.compounds[last]
@@ -126,9 +140,9 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
     """The scope's rows (``seqs`` only, when given) with their vectors of this model, into ``vectors``."""
     global rows_read
     kind = storage.KINDS[target.kind]
-    joins, where, params = target.shown_sql()
-    sql = (f"SELECT m.seq, m.compound, v.vector FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v "
-           f"ON v.{kind.key} = m.id AND v.model = %s WHERE {where}")
+    joins, where, params = target.shown_sql(windowed=False)  # a time window is applied to the kept creation times
+    sql = (f"SELECT m.seq, m.compound, v.vector, m.created_at FROM {target.table} m {joins} "
+           f"LEFT JOIN {kind.vectors} v ON v.{kind.key} = m.id AND v.model = %s WHERE {where}")
     with connections[target.alias].cursor() as cursor:
         if seqs is None:
             # In a stable order, so that rows of equal cosine rank alike whenever the vectors were written.
@@ -220,20 +234,50 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
     if vectors.missing:
         backfill.schedule_backfill(target.alias, target.kind)
     with vectors.lock:  # another thread's refresh may move rows of the matrix
-        return _closest(vectors, query_vector, compound, lexical, floor)
+        return _closest(vectors, query_vector, compound, lexical, floor, target.window)
+
+
+def micros(moment: object) -> int:
+    """A creation time as read (a datetime, naive in UTC on SQLite, or SQLite's text), in microseconds."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    assert isinstance(moment, datetime)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // MICROSECOND
+
+
+def _inside(vectors: Vectors, window: Window | None) -> np.ndarray | None:
+    """Which rows were created in the window (None: all of them), as the SQL of the words' pass reads it."""
+    if window is None:
+        return None
+    import numpy as np
+
+    created = vectors.created
+    inside = np.ones(len(created), dtype=bool)
+    if window.start is not None:
+        inside &= created >= micros(window.start)
+    if window.end is not None:
+        inside &= created < micros(window.end)
+    return inside
 
 
 def _closest(vectors: Vectors, query_vector: np.ndarray, compound: str | None, lexical: list[Candidate],
-             floor: float) -> tuple[list[Candidate], Spread]:
+             floor: float, window: Window | None = None) -> tuple[list[Candidate], Spread]:
     import numpy as np
 
     if not vectors.count or vectors.dimensions != query_vector.shape[0]:
         return [], Spread()
     similarity = vectors.matrix @ query_vector
-    deviation = float(similarity.std())
-    best = float(similarity.max())
-    spread = Spread(best, (best - float(similarity.mean())) / deviation if deviation > 1e-9 else 0.0,
-                    len(similarity))
+    inside = _inside(vectors, window)
+    # Rows outside the window are never ranked: they leave the spread, and cannot be found by meaning.
+    measured = similarity if inside is None else similarity[inside]
+    if not len(measured):
+        return [], Spread()
+    deviation = float(measured.std())
+    best = float(measured.max())
+    spread = Spread(best, (best - float(measured.mean())) / deviation if deviation > 1e-9 else 0.0, len(measured))
+    if inside is not None:
+        similarity = np.where(inside, similarity, -np.inf)
     for candidate in lexical:
         at = vectors.position.get(candidate.seq)
         if at is not None:

@@ -196,7 +196,7 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
     """The words of the caller's own rows only: in a database shared with others, their words must not decide
     whether the caller's word counts as a typo (nor what it is corrected to). Read once per scope, then kept
     in step with the rows written since."""
-    joins, where, params = target.scope_sql()
+    joins, where, params = target.scope_sql(windowed=False)  # a time window narrows rows, not the words known
     body = f"FROM {target.table} m {joins} WHERE {where}"
     key = (target.alias, target.kind, target.owner_id, target.bottles)
 

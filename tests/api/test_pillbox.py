@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from pillbox.models import Capsule, Pill
 from tests.api.conftest import AUTHOR, Api, Memory, browser, make_memory
@@ -207,6 +210,21 @@ def test_search_pills_and_capsules_with_a_typo(alice_api, memory: Memory):
     assert alice_api.get("/api/pillbox/search/").error == "validation_error"
     assert alice_api.get("/api/pillbox/search/", q="x", kind="moon").error == "invalid_input"
     assert alice_api.get("/api/pillbox/search/", q="x", limit="many").status == 400
+
+
+def test_search_keeps_to_a_time_window(alice_api, memory: Memory):
+    Pill.objects.filter(pk=memory.old_pill.pk).update(created_at=timezone.now() - timedelta(days=40))
+    recent = alice_api.get("/api/pillbox/search/", compound="decision", since="30d").data
+    assert recent["total"] == 1 and recent["results"][0]["id"] == short(memory.pill)
+    assert recent["time"].startswith("since ") and recent["time"].endswith(" UTC (from since)")
+    older = alice_api.get("/api/pillbox/search/", q="sqlite last week", until="30d").data
+    assert [row["id"] for row in older["results"]] == [short(memory.old_pill)]
+    assert older["time"].endswith('(from until; "last week" in the query not applied)')
+    listed = alice_api.get("/api/pillbox/search/", q="what did we do in the last 30 days?").data
+    assert short(memory.old_pill) not in [row["id"] for row in listed["results"]] and listed["total"] == 1
+    assert alice_api.get("/api/pillbox/search/", q="jwt").data["time"] is None
+    refused = alice_api.get("/api/pillbox/search/", q="jwt", since="1d", until="7d")
+    assert refused.status == 400 and refused.error == "validation_error"
 
 
 # ---------------------------------------------------------------- isolation
