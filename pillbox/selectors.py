@@ -117,7 +117,7 @@ def pill_compounds(*, reach: Reach, bottle_id: str | None, limit: int) -> list[t
     for alias, bottles in narrowed_dbs(reach, bottle_id).items():
         rows = (
             Pill.objects.using(alias).alive().filter(prescription__bottle_id__in=bottles,
-                                                     prescription__deleted_at__isnull=True)
+                                                     prescription__deleted_at__isnull=True, superseded_by__isnull=True)
             .values_list("compound").annotate(n=Count("id"))
         )
         counts.update(dict(rows))
@@ -125,7 +125,8 @@ def pill_compounds(*, reach: Reach, bottle_id: str | None, limit: int) -> list[t
 
 
 def capsule_compounds(*, reach: Reach, limit: int) -> list[tuple[str, int]]:
-    rows = Capsule.objects.alive().filter(owner=reach.user).values_list("compound").annotate(n=Count("id"))
+    rows = (Capsule.objects.alive().filter(owner=reach.user, superseded_by__isnull=True)
+            .values_list("compound").annotate(n=Count("id")))
     return sorted(rows, key=lambda item: (-item[1], item[0]))[:limit]
 
 

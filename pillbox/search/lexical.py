@@ -124,9 +124,12 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
     # A project file's index still has migration 0006's empty scope column, which weighs nothing.
     weights = WEIGHTS if target.scoped_index else (*WEIGHTS, 0)
     score = f"bm25({fts}, {', '.join(str(w) for w in weights)})"
-    if compound is None and target.index_alone:
-        # Only the index: no join per matching row, and the count is the index's own.
-        return f"FROM {fts} WHERE {fts} MATCH %s", [expression], f"{fts}.rowid", score
+    if compound is None and target.everything_reachable:
+        # Only the index: no join per matching row, and the count is the index's own. The superseded rows are
+        # few, read once by their index.
+        hidden = "" if target.include_superseded else \
+            f" AND {fts}.rowid NOT IN (SELECT seq FROM {target.table} WHERE superseded_by_id IS NOT NULL)"
+        return f"FROM {fts} WHERE {fts} MATCH %s{hidden}", [expression], f"{fts}.rowid", score
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
     body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"

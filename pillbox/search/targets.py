@@ -56,16 +56,6 @@ class Target:
             row = cursor.fetchone()
         return not row[0]
 
-    @cached_property
-    def index_alone(self) -> bool:
-        """Whether the pill index alone holds the rows a search may answer: every row reachable, and none of them
-        superseded (or superseded ones asked for)."""
-        if not self.everything_reachable or self.include_superseded:
-            return self.everything_reachable
-        with connections[self.alias].cursor() as cursor:
-            cursor.execute("SELECT EXISTS(SELECT 1 FROM pillbox_pill WHERE superseded_by_id IS NOT NULL)")
-            return not cursor.fetchone()[0]
-
     def shown_sql(self) -> tuple[str, str, list[SqlParam]]:
         """``scope_sql`` less the rows a newer one supersedes, unless they are asked for: the rows a search may
         answer. The vocabulary keeps to ``scope_sql``: a superseded row's words are still words of the memory."""

@@ -53,6 +53,7 @@ async def pills(call: Call, home: Path, project: Path) -> None:
     new = records(stored)[0]["id"]
     assert f"supersedes: {old} (left out of searches and contexts" in stored
     assert not await shown_everywhere(call, bottle, rx, old)
+    assert (await call("pill_compounds")).ok == "- decision (2)"  # the superseded one is not counted
     assert hit_ids((await call("pill_search", query="deploy")).ok) == [new]
     marked = (await call("pill_search", query="deploy", include_superseded=True)).ok
     assert set(hit_ids(marked)) == {old, new} and f"{OLD[0]} (superseded by {new})" in titles(marked)
@@ -113,7 +114,7 @@ async def refusals(call: Call, rx: str, old: str, other: str) -> None:
     assert hit_ids((await call("pill_search", compound="decision", bottle_id="elsewhere")).ok) == [foreign]
 
 
-async def capsules(call: Call) -> None:
+async def capsules(call: Call, home: Path, project: Path) -> None:
     old = records((await call("capsule_store", title="Use tabs", content="Indent with tabs.",
                               compound="style")).ok)[0]["id"]
     stored = (await call("capsule_store", title="Use four spaces", content="Indent with four spaces.",
@@ -125,6 +126,8 @@ async def capsules(call: Call) -> None:
     marked = (await call("capsule_search", query="indent", include_superseded=True)).ok
     assert f"Use tabs (superseded by {new})" in titles(marked)
     assert f"superseded by: {new}\n" in (await call("capsule_read", id=old)).ok
+    said, _ = hook(home, project, PILLBOX_HOME=str(home / ".pillbox"))
+    assert "Use four spaces" in said and "Use tabs" not in said and "1 superseded capsule hidden" in said
     assert (await call("capsule_revise", id=new, supersedes=[new])).code == "validation_error"
     assert (await call("capsule_revise", id=new, supersedes=[])).ok
     assert set(hit_ids((await call("capsule_search", query="indent")).ok)) == {old, new}
@@ -138,7 +141,7 @@ def test_supersede_and_undo_through_every_view_over_stdio(tmp_path):
     async def scenario() -> None:
         async with stdio_session(home, project) as call:
             await pills(call, home, project)
-            await capsules(call)
+            await capsules(call, home, project)
 
     run(scenario())
 
