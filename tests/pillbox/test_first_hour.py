@@ -102,7 +102,8 @@ def test_where_am_i_nesting_names_and_wrong_kinds(open_in):
             # 11: unknown arguments are refused, naming the argument and the accepted ones.
             typo = await call("pill_search", qeury="etag")
             assert typo.code == "invalid_input" and "'qeury'" in typo.message
-            assert typo.error_fields["accepted"] == "query, bottle_id, compound, limit, fuzzy, include_superseded"
+            assert typo.error_fields["accepted"] == ("query, bottle_id, compound, limit, fuzzy, include_superseded, "
+                                                     "since, until, time_zone")
             assert (await call("bottle_list", verbose=True)).code == "invalid_input"
 
             # 11: a relative directory is resolved against the working directory, and the answer says so.
