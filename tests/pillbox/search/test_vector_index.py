@@ -249,3 +249,29 @@ def test_many_writes_bring_the_file_up_to_date_and_every_process_follows(project
     assert vectors.part is not None and vectors.count == 0
     assert project.found("birds that steal car parts")[0] == len(PILLS) + 4
     assert len(list(pointer.parent.glob("*.usearch"))) == 1  # the old generation removed
+
+
+def test_in_the_global_database_another_users_rows_never_come_through_the_index(alice, bob, meaning, settings,
+                                                                                 tmp_path):
+    from pillbox.global_db import GLOBAL
+    from tests.pillbox.search.test_search_incremental import Memory, settle
+
+    settings.PILLBOX_VECTOR_INDEX_DIR = str(tmp_path / "vectors")
+    settings.PILLBOX_VECTOR_INDEX_ROWS = 0
+    mine, theirs = Memory(alice, "ops"), Memory(bob, "ops")
+    for title, content in PILLS:
+        mine.store(title, content)
+    ours = {theirs.store("Quokka census", "Counting quokkas on the island.").seq,
+            theirs.store("Tape backups", "pg_dump archives of postgres go to tape.").seq}
+    settle()
+    queries = [*QUERIES, "counting quokkas", "postgres archives on tape"]
+    by_meaning._vectors.clear()
+    exact = [mine.found(query) for query in queries]
+    assert ann.build(GLOBAL, "pill", meaning.key, DIMENSIONS)  # in the test's own transaction
+    settings.PILLBOX_VECTOR_INDEX_ROWS = 4
+    by_meaning._vectors.clear()
+    answers = [mine.found(query) for query in queries]
+    vectors = by_meaning.vectors_of(mine.target, meaning.key, DIMENSIONS)
+    assert vectors.part is not None and vectors.part.opened.size == len(PILLS) + 2
+    assert answers == exact and not ours & {seq for answer in answers for seq in answer}
+    assert not ours & set(vectors.part.seqs.tolist())
