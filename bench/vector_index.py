@@ -94,6 +94,7 @@ def run(size: int, source: Any, queries: Any, threads: int, folder: Path) -> dic
     from usearch.index import Index
 
     view = Index.restore(str(file), view=True)
+    assert view is not None
     opened = ann.Opened(view, changes.Position(after=0), (0,), "bench", rows.shape[1])
     part = ann.Part(opened, seqs, np.ones(size, dtype=bool), np.zeros(size, dtype=np.int32), ["ops"],
                     np.zeros(rows.shape[1]), np.zeros((rows.shape[1], rows.shape[1])))

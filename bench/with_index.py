@@ -30,7 +30,7 @@ def main() -> None:
         ann.build(alias, kind, model_key, dimensions, fresh=fresh)
         built.append(alias)
 
-    ann.schedule = at_once  # type: ignore[assignment]
+    ann.schedule = at_once
     sys.argv = sys.argv[1:]
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
