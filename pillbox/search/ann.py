@@ -86,6 +86,9 @@ class Opened:
     signature: tuple[int, ...]
     model: str
     dimensions: int
+    # The sums of every row's vector and of their outer products (``Part``), written beside the generation.
+    total: np.ndarray
+    outer: np.ndarray
 
     @property
     def size(self) -> int:
@@ -144,14 +147,25 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         index = Index.restore(str(file), view=True)
         if index is None or index.ndim != dimensions or index.size != int(data["rows"]):
             raise ValueError("an index of another size")
-        opened = Opened(index, _position_of(data["position"]), signature, model_key, dimensions)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
+        opened = Opened(index, _position_of(data["position"]), signature, model_key, dimensions, total, outer)
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
         logger.info("The vector index %s cannot be used (%s): built again meanwhile.", pointer, exc)
         schedule(alias, kind, model_key, dimensions, fresh=True)
         return None
     with _opened_lock:
         _opened[pointer] = opened
     return opened
+
+
+def _sums_of(file: Path, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    with np.load(file) as sums:
+        total, outer = sums["total"], sums["outer"]
+    if total.shape != (dimensions,) or outer.shape != (dimensions, dimensions):
+        raise ValueError("sums of another size")
+    return total, outer
 
 
 def forget(alias: str, kind: str, model_key: str, dimensions: int) -> None:
@@ -179,22 +193,22 @@ def build(alias: str, kind: str, model_key: str, dimensions: int, *, fresh: bool
         with changes.snapshot(alias):
             index = None
             if previous is not None:
-                index, at = previous
+                index, at, sums = previous
                 found = changes.since(alias, at)
                 if found is None:
                     index = None
                 elif not found[0]:
                     return False
             if index is None:
-                index, position, rows = _whole(alias, kind, model_key, dimensions, threads)
+                index, position, sums = _whole(alias, kind, model_key, dimensions, threads)
             else:
                 entries, position = found  # type: ignore[misc]
-                rows = _update(index, alias, kind, model_key, dimensions, entries, threads)
-        _save(pointer, index, position, model_key, dimensions, kind, rows)
+                _update(index, sums, alias, kind, model_key, dimensions, entries, threads)
+        _save(pointer, index, sums, position, model_key, dimensions, kind)
     return True
 
 
-def _readable(pointer: Path, model_key: str, dimensions: int) -> tuple[Index, changes.Position] | None:
+def _readable(pointer: Path, model_key: str, dimensions: int) -> tuple[Index, changes.Position, Sums] | None:
     """The generation the pointer names, loaded as a copy to be updated; None when there is none to build on."""
     from usearch.index import Index
 
@@ -205,9 +219,31 @@ def _readable(pointer: Path, model_key: str, dimensions: int) -> tuple[Index, ch
         index = Index.restore(str(pointer.parent / str(data["file"])))
         if index is None or index.size != int(data["rows"]):
             return None
-        return index, _position_of(data["position"])
-    except (OSError, ValueError, KeyError, TypeError):
+        total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
+        return index, _position_of(data["position"]), Sums(total.copy(), outer.copy())
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
         return None
+
+
+@dataclass
+class Sums:
+    """The sums of an index's vectors and of their outer products, kept in step as rows come and go."""
+
+    total: np.ndarray
+    outer: np.ndarray
+
+    @classmethod
+    def empty(cls, dimensions: int) -> Sums:
+        import numpy as np
+
+        return cls(np.zeros(dimensions), np.zeros((dimensions, dimensions)))
+
+    def add(self, matrix: np.ndarray, sign: float = 1.0) -> None:
+        import numpy as np
+
+        matrix = matrix.astype(np.float32)
+        self.total += sign * matrix.sum(axis=0, dtype=np.float64)
+        self.outer += sign * (matrix.T @ matrix).astype(np.float64)
 
 
 def _new_index(dimensions: int) -> Index:
@@ -231,7 +267,7 @@ def _rows(alias: str, kind_name: str, model_key: str, seqs: list[int] | None = N
             yield block
 
 
-def _add(index: Index, block: list[tuple[int, bytes]], dimensions: int, threads: int) -> None:
+def _add(index: Index, sums: Sums, block: list[tuple[int, bytes]], dimensions: int, threads: int) -> None:
     import numpy as np
 
     block = [row for row in block if row[1] is not None and len(row[1]) == dimensions * 2]
@@ -240,19 +276,20 @@ def _add(index: Index, block: list[tuple[int, bytes]], dimensions: int, threads:
     keys = np.array([row[0] for row in block], dtype=np.uint64)
     matrix = np.frombuffer(b"".join(bytes(row[1]) for row in block), dtype=np.float16).reshape(-1, dimensions)
     index.add(keys, matrix, threads=threads)
+    sums.add(matrix)
 
 
 def _whole(alias: str, kind: str, model_key: str, dimensions: int,
-           threads: int) -> tuple[Index, changes.Position, int]:
+           threads: int) -> tuple[Index, changes.Position, Sums]:
     position = changes.position(alias)
-    index = _new_index(dimensions)
+    index, sums = _new_index(dimensions), Sums.empty(dimensions)
     for block in _rows(alias, kind, model_key):
-        _add(index, block, dimensions, threads)
-    return index, position, int(index.size)
+        _add(index, sums, block, dimensions, threads)
+    return index, position, sums
 
 
-def _update(index: Index, alias: str, kind: str, model_key: str, dimensions: int,
-            entries: list[changes.Change], threads: int) -> int:
+def _update(index: Index, sums: Sums, alias: str, kind: str, model_key: str, dimensions: int,
+            entries: list[changes.Change], threads: int) -> None:
     import numpy as np
 
     kinds = {kind, f"{kind}_vector"}
@@ -261,19 +298,35 @@ def _update(index: Index, alias: str, kind: str, model_key: str, dimensions: int
         keys = np.array(seqs, dtype=np.uint64)
         present = keys[np.asarray(index.contains(keys), dtype=bool)]
         if len(present):
+            sums.add(_vectors_of(index, present), -1.0)
             index.remove(present)
         for block in _rows(alias, kind, model_key, seqs):
-            _add(index, block, dimensions, threads)
-    return int(index.size)
+            _add(index, sums, block, dimensions, threads)
 
 
-def _save(pointer: Path, index: Index, position: changes.Position, model_key: str, dimensions: int, kind: str,
-          rows: int) -> None:
+def _vectors_of(index: Index, keys: np.ndarray) -> np.ndarray:
+    """The stored vectors of rows in the index, as float32."""
+    import numpy as np
+
+    if not len(keys):
+        return np.zeros((0, int(index.ndim)), dtype=np.float32)
+    found = index.get(np.asarray(keys, dtype=np.uint64))
+    rows = [found] if isinstance(found, np.ndarray) else [row for row in found or () if row is not None]
+    return np.vstack(rows).astype(np.float32)
+
+
+def _save(pointer: Path, index: Index, sums: Sums, position: changes.Position, model_key: str, dimensions: int,
+          kind: str) -> None:
     """A new generation under a name of its own, then the pointer to it replaced in one step; the generation it
     replaces is removed (a process that still maps it keeps its pages until it lets go)."""
-    name = f"{pointer.stem}-{uuid.uuid4().hex[:12]}.usearch"
+    import numpy as np
+
+    generation = f"{pointer.stem}-{uuid.uuid4().hex[:12]}"
+    name = f"{generation}.usearch"
     file = checked_target(pointer.parent / name, root=pointer.parent)
     index.save(str(file))
+    with open(checked_target(pointer.parent / f"{generation}.npz", root=pointer.parent), "xb") as handle:
+        np.savez(handle, total=sums.total, outer=sums.outer)
     old = None
     try:
         old = json.loads(pointer.read_text()).get("file")
@@ -282,10 +335,10 @@ def _save(pointer: Path, index: Index, position: changes.Position, model_key: st
     where = asdict(position)
     where["applied"] = sorted(position.applied)
     write_atomically(checked_target(pointer, root=pointer.parent), json.dumps(
-        {"model": model_key, "dimensions": dimensions, "kind": kind, "rows": rows, "file": name,
-         "position": where}), mode=0o600)
-    for stale in pointer.parent.glob(f"{pointer.stem}-*.usearch"):
-        if stale.name != name and (stale.name == old or old is None):
+        {"model": model_key, "dimensions": dimensions, "kind": kind, "rows": int(index.size), "file": name,
+         "sums": f"{generation}.npz", "position": where}), mode=0o600)
+    for stale in pointer.parent.glob(f"{pointer.stem}-*"):
+        if stale.stem != generation and (old is None or stale.stem == Path(str(old)).stem):
             stale.unlink(missing_ok=True)
 
 
@@ -347,13 +400,19 @@ class Part:
 
     def vectors(self, seqs: np.ndarray) -> np.ndarray:
         """The stored vectors of rows in the index, as float32."""
+        return _vectors_of(self.opened.index, seqs)
+
+    def start(self) -> None:
+        """The sums over the scope's rows: the index's own less the rows outside the scope when those are fewer
+        (a project's file: none), else over the scope's rows."""
         import numpy as np
 
-        if not len(seqs):
-            return np.zeros((0, self.opened.dimensions), dtype=np.float32)
-        found = self.opened.index.get(np.asarray(seqs, dtype=np.uint64))
-        rows = [found] if isinstance(found, np.ndarray) else [row for row in found or () if row is not None]
-        return np.vstack(rows).astype(np.float32)
+        if 2 * len(self.seqs) < self.opened.size:
+            self._sum(self.seqs, 1.0)
+            return
+        self.total, self.outer, self.count = self.opened.total.copy(), self.opened.outer.copy(), self.opened.size
+        everything = np.asarray(self.opened.index.keys, dtype=np.int64)
+        self._sum(np.setdiff1d(everything, self.seqs, assume_unique=True), -1.0)
 
     def _at(self, seqs: np.ndarray) -> np.ndarray:
         """Where each of ``seqs`` is in ``self.seqs``, or -1."""
@@ -471,5 +530,5 @@ def part_of(target: Target, opened: Opened) -> tuple[Part, set[int], set[int]]:
     dimensions = opened.dimensions
     part = Part(opened, vectored[inside], np.ones(int(inside.sum()), dtype=bool), codes, names,
                 np.zeros(dimensions), np.zeros((dimensions, dimensions)))
-    part._sum(part.seqs, 1.0)
+    part.start()
     return part, missing, {int(seq) for seq in vectored[~inside]}

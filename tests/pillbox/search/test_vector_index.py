@@ -11,6 +11,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.utils import timezone
 
@@ -248,6 +249,10 @@ def test_many_writes_bring_the_file_up_to_date_and_every_process_follows(project
     vectors = project.kept(meaning.key)
     assert vectors.part is not None and vectors.count == 0
     assert project.found("birds that steal car parts")[0] == len(PILLS) + 4
+    opened = vectors.part.opened  # its sums kept in step with the rows added: those of its rows now
+    fresh = ann.Sums.empty(DIMENSIONS)
+    fresh.add(ann._vectors_of(opened.index, np.asarray(opened.index.keys)))
+    assert np.allclose(opened.total, fresh.total, atol=1e-5) and np.allclose(opened.outer, fresh.outer, atol=1e-5)
     assert len(list(pointer.parent.glob("*.usearch"))) == 1  # the old generation removed
 
 
