@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import connections
 
 from base.bootstrap import file_lock
-from base.files import checked_target, write_atomically
+from base.files import UnsafeFile, checked_target, write_atomically
 from pillbox.embeddings import storage
 from pillbox.search import changes
 from pillbox.search.targets import Target
@@ -140,7 +140,7 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         schedule(alias, kind, model_key, dimensions)
         return None
     try:
-        data = json.loads(pointer.read_text())
+        data = _pointed(pointer)
         file = pointer.parent / str(data["file"])
         if data["model"] != model_key or int(data["dimensions"]) != dimensions or data["kind"] != kind:
             raise ValueError("an index of another model")
@@ -149,13 +149,36 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
             raise ValueError("an index of another size")
         total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
         opened = Opened(index, _position_of(data["position"]), signature, model_key, dimensions, total, outer)
-    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, UnsafeFile) as exc:
         logger.info("The vector index %s cannot be used (%s): built again meanwhile.", pointer, exc)
         schedule(alias, kind, model_key, dimensions, fresh=True)
         return None
     with _opened_lock:
         _opened[pointer] = opened
     return opened
+
+
+def _mark(pointer: Path, data: dict[str, Any]) -> str:
+    """This installation's signature of a pointer at this place: a folder that came with a clone or a copy of a
+    project (its files made elsewhere, by anyone) is never mapped, only built again."""
+    import hmac
+
+    message = f"{pointer.resolve()}\n{json.dumps(data, sort_keys=True)}".encode()
+    return hmac.new(str(settings.SECRET_KEY).encode(), message, hashlib.sha256).hexdigest()
+
+
+def _pointed(pointer: Path) -> dict[str, Any]:
+    """The pointer's content, once its mark and the files it names are found to be ours (no link, no path)."""
+    import hmac
+
+    data = json.loads(checked_target(pointer, root=pointer.parent).read_text())
+    if not isinstance(data, dict) or not hmac.compare_digest(str(data.pop("mark", "")), _mark(pointer, data)):
+        raise ValueError("a pointer this installation did not write")
+    for name in (data["file"], data["sums"]):
+        if Path(str(name)).name != name:
+            raise ValueError("a file outside the index's folder")
+        checked_target(pointer.parent / str(name), root=pointer.parent)
+    return data
 
 
 def _sums_of(file: Path, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +236,7 @@ def _readable(pointer: Path, model_key: str, dimensions: int) -> tuple[Index, ch
     from usearch.index import Index
 
     try:
-        data = json.loads(pointer.read_text())
+        data = _pointed(pointer)
         if data["model"] != model_key or int(data["dimensions"]) != dimensions:
             return None
         index = Index.restore(str(pointer.parent / str(data["file"])))
@@ -221,7 +244,7 @@ def _readable(pointer: Path, model_key: str, dimensions: int) -> tuple[Index, ch
             return None
         total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
         return index, _position_of(data["position"]), Sums(total.copy(), outer.copy())
-    except (OSError, ValueError, KeyError, TypeError, EOFError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, UnsafeFile):
         return None
 
 
@@ -334,9 +357,10 @@ def _save(pointer: Path, index: Index, sums: Sums, position: changes.Position, m
         pass
     where = asdict(position)
     where["applied"] = sorted(position.applied)
-    write_atomically(checked_target(pointer, root=pointer.parent), json.dumps(
-        {"model": model_key, "dimensions": dimensions, "kind": kind, "rows": int(index.size), "file": name,
-         "sums": f"{generation}.npz", "position": where}), mode=0o600)
+    data: dict[str, Any] = {"model": model_key, "dimensions": dimensions, "kind": kind, "rows": int(index.size),
+                            "file": name, "sums": f"{generation}.npz", "position": where}
+    data["mark"] = _mark(pointer, data)
+    write_atomically(checked_target(pointer, root=pointer.parent), json.dumps(data), mode=0o600)
     for stale in pointer.parent.glob(f"{pointer.stem}-*"):
         if stale.stem != generation and (old is None or stale.stem == Path(str(old)).stem):
             stale.unlink(missing_ok=True)

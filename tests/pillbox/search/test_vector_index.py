@@ -191,14 +191,23 @@ def damage_truncated(pointer: Path) -> None:
 def damage_other_model(pointer: Path) -> None:
     data = json.loads(pointer.read_text())
     data["model"] = "another-model"
-    pointer.write_text(json.dumps(data))
+    data["mark"] = ann._mark(pointer, {key: value for key, value in data.items() if key != "mark"})
+    pointer.write_text(json.dumps(data))  # a pointer of ours, of another model
 
 
 def damage_pointer_gone(pointer: Path) -> None:
     pointer.unlink()
 
 
-@pytest.mark.parametrize("damage", [damage_deleted, damage_truncated, damage_other_model, damage_pointer_gone])
+def damage_from_elsewhere(pointer: Path) -> None:
+    """A folder that came with a copy of the project: its files are sound, but not this installation's."""
+    data = json.loads(pointer.read_text())
+    data["mark"] = "0" * 64
+    pointer.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("damage", [damage_deleted, damage_truncated, damage_other_model, damage_pointer_gone,
+                                    damage_from_elsewhere])
 def test_a_damaged_index_is_built_again_while_search_stays_exact(project, settings, meaning, damage):
     exact = exact_answers(project, settings, QUERIES)
     through_the_index(project, settings, meaning.key)
