@@ -101,7 +101,7 @@ def run(size: int, source: Any, queries: Any, threads: int, folder: Path) -> dic
 
     view = Index.restore(str(file), view=True)
     assert view is not None
-    view.expansion_search = ann.EXPANSION  # type: ignore[misc]
+    view.expansion_search = max(64, min(ann.EXPANSION, size // 50))  # type: ignore[misc]  # as ann.current
     sums = ann.Sums.empty(rows.shape[1])
     for at in range(0, size, 10_000):
         sums.add(rows[at:at + 10_000])

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pillbox")
 
 OVERSAMPLE = 8  # candidates asked of the index per row wanted, all scored again exactly
-# How far the graph is searched (usearch's ef): on 200,000 text vectors recall@30 is 0.95 at 256 and 0.99 at 1,024,
-# for 0.8 and 2.8 ms a query (bench/vector_index.py).
+# How far the graph is searched (usearch's ef), at most: on 200,000 text vectors recall@30 is 0.95 at 256 and 0.99 at
+# 1,024, for 0.8 and 2.8 ms a query (bench/vector_index.py); a fiftieth of the rows below that.
 EXPANSION = 1_024
 EXACT_ROWS = 20_000  # a compound's rows in scope up to which they are scanned exactly rather than searched
 UPDATE_AFTER = 1_000  # rows written since the file's generation beyond which a process brings it up to date
@@ -150,7 +150,8 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         index = Index.restore(str(file), view=True)
         if index is None or index.ndim != dimensions or index.size != int(data["rows"]):
             raise ValueError("an index of another size")
-        index.expansion_search = EXPANSION  # type: ignore[misc]  # a setter mypy does not see
+        # A small index would be walked nearly whole at the full expansion, for nothing.
+        index.expansion_search = max(64, min(EXPANSION, index.size // 50))  # type: ignore[misc]  # it has a setter
         total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
         opened = Opened(index, _position_of(data["position"]), signature, model_key, dimensions, total, outer)
     except (OSError, ValueError, KeyError, TypeError, EOFError, UnsafeFile) as exc:
