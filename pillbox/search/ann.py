@@ -118,6 +118,7 @@ def _position_of(data: dict[str, Any]) -> changes.Position:
 
 
 _opened: dict[Path, Opened] = {}
+_stale: dict[Path, tuple[int, ...]] = {}  # a generation the log no longer reaches: not used again
 _opened_lock = threading.Lock()
 
 
@@ -139,8 +140,8 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         known = _opened.get(pointer)
         if known is not None and known.signature == signature:
             return known
-    if signature is None:
-        schedule(alias, kind, model_key, dimensions)
+    if signature is None or _stale.get(pointer) == signature:
+        schedule(alias, kind, model_key, dimensions, fresh=signature is not None)
         return None
     try:
         data = _pointed(pointer)
@@ -201,7 +202,9 @@ def forget(alias: str, kind: str, model_key: str, dimensions: int) -> None:
     pointer = pointer_of(alias, kind, model_key, dimensions)
     if pointer is not None:
         with _opened_lock:
-            _opened.pop(pointer, None)
+            known = _opened.pop(pointer, None)
+            if known is not None:
+                _stale[pointer] = known.signature
         schedule(alias, kind, model_key, dimensions, fresh=True)
 
 

@@ -289,3 +289,20 @@ def test_in_the_global_database_another_users_rows_never_come_through_the_index(
     assert vectors.part is not None and vectors.part.opened.size == len(PILLS) + 2
     assert answers == exact and not ours & {seq for answer in answers for seq in answer}
     assert not ours & set(vectors.part.seqs.tolist())
+
+
+def test_an_index_the_log_no_longer_reaches_is_built_again_while_the_scope_is_read_once(project, settings, meaning,
+                                                                                       monkeypatch):
+    from pillbox.search import changes
+
+    through_the_index(project, settings, meaning.key)
+    monkeypatch.setattr(changes, "MOST_CHANGES", 1)
+    project.store("One", "First of two.")
+    project.store("Two", "Second of two.")
+    assert read_since(lambda: project.found(PARAPHRASE_QUERY)) == len(PILLS) + 2  # exact: the scope read once
+    assert read_since(lambda: project.found(PARAPHRASE_QUERY)) == 0  # and not again while the index is built
+    ann.wait_for_builds()
+    answers = [project.found(query) for query in QUERIES]
+    assert project.kept(meaning.key).part is not None
+    monkeypatch.setattr(changes, "MOST_CHANGES", 5_000)
+    assert answers == exact_answers(project, settings, QUERIES)
