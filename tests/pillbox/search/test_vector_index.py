@@ -306,3 +306,38 @@ def test_an_index_the_log_no_longer_reaches_is_built_again_while_the_scope_is_re
     assert project.kept(meaning.key).part is not None
     monkeypatch.setattr(changes, "MOST_CHANGES", 5_000)
     assert answers == exact_answers(project, settings, QUERIES)
+
+
+ANOTHER_BUILDER = """
+import sys
+from pathlib import Path
+
+import django
+
+django.setup()
+from pillbox.databases import open_local
+from pillbox.search import ann
+
+print(ann.build(open_local(Path(sys.argv[1])), "pill", sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def test_another_processs_update_of_the_index_file_is_followed(project, settings, meaning, tmp_path):
+    import os
+
+    through_the_index(project, settings, meaning.key)
+    pointer = project.pointer(meaning.key)
+    before = json.loads(pointer.read_text())["file"]
+    stored = project.store("Kiwi", "Kiwis nest in burrows.")
+    assert project.found("birds in burrows")[0] == stored.seq  # read beside the index
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "PILLBOX_HOME": str(tmp_path / "home"),
+           "DJANGO_SECRET_KEY": settings.SECRET_KEY}
+    done = subprocess.run([sys.executable, "-c", ANOTHER_BUILDER, str(project.path), meaning.key, str(DIMENSIONS)],
+                          env=env, cwd=Path(__file__).resolve().parents[3], check=True, capture_output=True,
+                          text=True)
+    assert done.stdout.strip().endswith("True")
+    assert json.loads(pointer.read_text())["file"] != before
+    assert read_since(lambda: project.found("birds in burrows")) == 0  # the new generation holds the row
+    vectors = project.kept(meaning.key)
+    assert vectors.part is not None and vectors.count == 0 and stored.seq in vectors.part.seqs.tolist()
+    assert project.found("birds in burrows")[0] == stored.seq
