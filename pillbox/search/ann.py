@@ -49,7 +49,7 @@ OVERSAMPLE = 8  # candidates asked of the index per row wanted, all scored again
 # How far the graph is searched (usearch's ef), at most: on 200,000 text vectors recall@30 is 0.95 at 256 and 0.99 at
 # 1,024, for 0.8 and 2.8 ms a query (bench/vector_index.py); a fiftieth of the rows below that.
 EXPANSION = 1_024
-EXACT_ROWS = 20_000  # a compound's rows in scope up to which they are scanned exactly rather than searched
+EXACT_ROWS = 5_000  # a compound's rows in scope up to which they are scored one by one rather than searched (20 ms)
 UPDATE_AFTER = 1_000  # rows written since the file's generation beyond which a process brings it up to date
 BLOCK = 8_192
 CONNECTIVITY = 16
