@@ -127,9 +127,10 @@ def pointer_of(alias: str, kind: str, model_key: str, dimensions: int) -> Path |
     return None if where is None else where / f"{_stem(kind, model_key, dimensions)}.json"
 
 
-def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | None:
+def current(alias: str, kind: str, model_key: str, dimensions: int, *, build: bool = True) -> Opened | None:
     """The index generation the pointer names, mapped (once per generation); None when there is none that can be
-    used: missing, unreadable, truncated, of another model or size (a build is scheduled then)."""
+    used: missing, unreadable, truncated, of another model or size (a build is scheduled then, with ``build``:
+    the caller's scope is a large one)."""
     from usearch.index import Index
 
     pointer = pointer_of(alias, kind, model_key, dimensions)
@@ -141,7 +142,8 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         if known is not None and known.signature == signature:
             return known
     if signature is None or _stale.get(pointer) == signature:
-        schedule(alias, kind, model_key, dimensions, fresh=signature is not None)
+        if build:
+            schedule(alias, kind, model_key, dimensions, fresh=signature is not None)
         return None
     try:
         data = _pointed(pointer)
@@ -156,8 +158,9 @@ def current(alias: str, kind: str, model_key: str, dimensions: int) -> Opened | 
         total, outer = _sums_of(pointer.parent / str(data["sums"]), dimensions)
         opened = Opened(index, _position_of(data["position"]), signature, model_key, dimensions, total, outer)
     except (OSError, ValueError, KeyError, TypeError, EOFError, UnsafeFile) as exc:
-        logger.info("The vector index %s cannot be used (%s): built again meanwhile.", pointer, exc)
-        schedule(alias, kind, model_key, dimensions, fresh=True)
+        if build:
+            logger.info("The vector index %s cannot be used (%s): built again meanwhile.", pointer, exc)
+            schedule(alias, kind, model_key, dimensions, fresh=True)
         return None
     with _opened_lock:
         _opened[pointer] = opened

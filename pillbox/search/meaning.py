@@ -146,7 +146,7 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
 
 
 def _load(target: Target, model_key: str, dimensions: int) -> Vectors:
-    opened = _index_for(target, model_key, dimensions)
+    opened = _index_for(target, model_key, dimensions, build=False)  # a scope's size is known once read
     with changes.snapshot(target.alias):
         vectors = Vectors(dimensions=dimensions, at=changes.position(target.alias))
         if opened is not None and _load_part(target, model_key, vectors, opened):
@@ -158,11 +158,12 @@ def _load(target: Target, model_key: str, dimensions: int) -> Vectors:
     return vectors
 
 
-def _index_for(target: Target, model_key: str, dimensions: int) -> ann.Opened | None:
-    """The database's index file, when one that can be used holds at least a large scope's rows."""
+def _index_for(target: Target, model_key: str, dimensions: int, *, build: bool = True) -> ann.Opened | None:
+    """The database's index file, when one that can be used holds at least a large scope's rows (``build``: the
+    scope is one, and a missing or damaged file is built)."""
     if ann.threshold() <= 0:
         return None
-    opened = ann.current(target.alias, target.kind, model_key, dimensions)
+    opened = ann.current(target.alias, target.kind, model_key, dimensions, build=build)
     return opened if opened is not None and opened.size >= ann.threshold() else None
 
 

@@ -341,3 +341,11 @@ def test_another_processs_update_of_the_index_file_is_followed(project, settings
     vectors = project.kept(meaning.key)
     assert vectors.part is not None and vectors.count == 0 and stored.seq in vectors.part.seqs.tolist()
     assert project.found("birds in burrows")[0] == stored.seq
+
+
+def test_a_scope_below_the_threshold_builds_no_index(project, settings, meaning):
+    settings.PILLBOX_VECTOR_INDEX_ROWS = 1_000
+    assert project.found(PARAPHRASE_QUERY)[0] == 4
+    ann.wait_for_builds()
+    assert not (project.path.parent / "vectors").exists()
+    assert project.kept(meaning.key).part is None
