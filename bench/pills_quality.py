@@ -266,9 +266,13 @@ def meaning_only(project: Project, mapping: dict[str, str], queries: list[dict[s
         vector = loader.embed_query(model, q["q"])
         assert vector is not None
         vectors = vectors_of(target, model.key, vector.shape[0])
-        similarity = vectors.matrix @ vector
+        seqs, matrix = vectors.seqs, vectors.matrix
+        if vectors.part is not None:  # a scope read through the index (bench/with_index.py): every row all the same
+            indexed = vectors.part.seqs[vectors.part.alive]
+            seqs, matrix = np.concatenate([indexed, seqs]), np.vstack([vectors.part.vectors(indexed), matrix])
+        similarity = matrix @ vector
         top = np.argsort(-similarity)[:20]
-        out[str(q["i"])] = [mapping.get(short_of[int(vectors.seqs[at])], "?") for at in top]
+        out[str(q["i"])] = [mapping.get(short_of[int(seqs[at])], "?") for at in top]
     return out
 
 

@@ -298,6 +298,11 @@ PILLBOX_IMPORT_MAX_BYTES = int(os.environ.get("PILLBOX_IMPORT_MAX_BYTES") or 256
 # session-start hook (manage.py recall) reads before it gives up, saying so.
 PILLBOX_READ_SECONDS = float(os.environ.get("PILLBOX_READ_SECONDS") or 10)
 PILLBOX_RECALL_SECONDS = float(os.environ.get("PILLBOX_RECALL_SECONDS") or 10)
+# Search by meaning through an approximate index (usearch HNSW, pillbox/search/ann.py) once one scope holds this many
+# rows with vectors (0: always the exact scan), kept beside the database file, or in PILLBOX_VECTOR_INDEX_DIR when set
+# (and PILLBOX_HOME/vectors for PostgreSQL otherwise).
+PILLBOX_VECTOR_INDEX_ROWS = int(os.environ.get("PILLBOX_VECTOR_INDEX_ROWS") or 50_000)
+PILLBOX_VECTOR_INDEX_DIR = os.environ.get("PILLBOX_VECTOR_INDEX_DIR") or None
 
 # OAuth 2.1 for remote MCP clients (django-oauth-toolkit 3.4.1; accounts/oauth.py explains the design).
 OAUTH2_PROVIDER = {

@@ -32,13 +32,14 @@ from pillbox.search import forms, snippets
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import FUZZY_COVERAGE, Coverage
 from pillbox.search.lexical import Candidate, any_match, lexical_pass
-from pillbox.search.meaning import Spread, micros, semantic_pass
+from pillbox.search.meaning import Spread, semantic_pass
 from pillbox.search.results import ALL_WORDS, CORRECTED_WORDS, MEANING, Found, Hit, as_uuid
 from pillbox.search.scoring import CLIFF_LOOKUP, CLIFF_OTHER, cliff, merge, rank
 from pillbox.search.targets import Target
 from pillbox.search.terms import extract_terms, meaningful
 from pillbox.search.typos import worded
 from pillbox.search.vocabulary import MIN_FUZZY_TERM, vocabulary, widened
+from pillbox.search.when import micros
 
 MIN_FUZZY_QUERY = 5
 # The most distinct meaningful terms a query is searched with; the rest are ignored and the answer says so. A

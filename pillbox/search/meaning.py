@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
@@ -13,10 +12,10 @@ from django.db import connections
 from base.lru import BoundedLru
 from pillbox.databases import change_marker
 from pillbox.embeddings import backfill, storage
-from pillbox.search import changes
+from pillbox.search import ann, changes
 from pillbox.search.lexical import Candidate
 from pillbox.search.targets import Target, marks
-from pillbox.search.when import Window
+from pillbox.search.when import Window, micros
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from pillbox.embeddings.embedders import Embedder
 
 SEMANTIC_CANDIDATES = 30  # rows found by meaning alone that may join the words' candidates, per database
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(eq=False)
@@ -44,6 +41,8 @@ class Vectors:
     position: dict[int, int] = field(default_factory=dict)
     missing_seqs: set[int] = field(default_factory=set)  # the scope's live rows without a vector of this model
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A large scope: the rows the index file speaks for (``ann``); the matrix then holds the rows written since.
+    part: ann.Part | None = None
 
     @property
     def seqs(self) -> np.ndarray:
@@ -67,7 +66,8 @@ class Vectors:
     @property
     def nbytes(self) -> int:
         assert self._matrix is not None and self._seqs is not None
-        return int(self._matrix.nbytes + 2 * self._seqs.nbytes) + 100 * self.count
+        held = 0 if self.part is None else self.part.nbytes
+        return int(self._matrix.nbytes + 2 * self._seqs.nbytes) + 100 * self.count + held
 
     def take(self, rows: list[tuple[int, str, bytes | None, object]], replacing: list[int]) -> None:
         """Rows of the scope as read (seq, compound, vector or None, creation time), in place of what was kept
@@ -157,11 +157,45 @@ def _read(target: Target, model_key: str, vectors: Vectors, seqs: list[int] | No
 
 
 def _load(target: Target, model_key: str, dimensions: int) -> Vectors:
+    opened = _index_for(target, model_key, dimensions, build=False)  # a scope's size is known once read
     with changes.snapshot(target.alias):
         vectors = Vectors(dimensions=dimensions, at=changes.position(target.alias))
+        if opened is not None and _load_part(target, model_key, vectors, opened):
+            return vectors
         _read(target, model_key, vectors)
     vectors.resize(vectors.count + vectors.count // 16 + 64)
+    if opened is None and vectors.count >= ann.threshold() > 0:
+        ann.current(target.alias, target.kind, model_key, dimensions)  # a large scope: its index is built
     return vectors
+
+
+def _index_for(target: Target, model_key: str, dimensions: int, *, build: bool = True) -> ann.Opened | None:
+    """The database's index file, when one that can be used holds at least a large scope's rows (``build``: the
+    scope is one, and a missing or damaged file is built)."""
+    if ann.threshold() <= 0:
+        return None
+    opened = ann.current(target.alias, target.kind, model_key, dimensions, build=build)
+    return opened if opened is not None and opened.size >= ann.threshold() else None
+
+
+def _load_part(target: Target, model_key: str, vectors: Vectors, opened: ann.Opened) -> bool:
+    """A large scope through the index: its rows' seqs, and the vectors of the rows written since the index's
+    generation only. False for a scope below the threshold, or an index the log no longer reaches."""
+    found = changes.since(target.alias, opened.position)
+    if found is None:
+        ann.forget(target.alias, target.kind, model_key, vectors.dimensions)
+        return False
+    part, missing, absent = ann.part_of(target, opened)
+    if len(part.seqs) + len(absent) < ann.threshold():
+        return False
+    kinds = {target.kind, f"{target.kind}_vector"}
+    changed = {entry.seq for entry in found[0] if entry.kind in kinds and entry.seq is not None}
+    part.drop(sorted(changed))
+    vectors.part, vectors.missing_seqs = part, missing - changed
+    vectors.resize(64)
+    if changed or absent:
+        _read(target, model_key, vectors, sorted(changed | absent))
+    return True
 
 
 def _refresh(target: Target, model_key: str, vectors: Vectors) -> bool:
@@ -179,9 +213,25 @@ def _refresh(target: Target, model_key: str, vectors: Vectors) -> bool:
     kinds = {target.kind, f"{target.kind}_vector"}
     seqs = sorted({entry.seq for entry in entries if entry.kind in kinds and entry.seq is not None})
     if seqs:
+        if vectors.part is not None:
+            vectors.part.drop(seqs)
         _read(target, model_key, vectors, seqs)
     vectors.at, vectors.marker = at, marker
     return True
+
+
+def _current(target: Target, model_key: str, vectors: Vectors) -> bool:
+    """Whether ``vectors`` is read the way its scope should be: through the index's generation now in the file
+    when it has one, and through an index (once built) when the scope has grown large; the rows written since
+    the generation are handed to a build once they are many."""
+    if ann.threshold() <= 0:
+        return vectors.part is None
+    if vectors.part is not None:
+        part = vectors.part
+        if len(part.seqs) - part.count + vectors.count > ann.UPDATE_AFTER:
+            ann.schedule(target.alias, target.kind, model_key, vectors.dimensions)
+        return ann.current(target.alias, target.kind, model_key, vectors.dimensions) is part.opened
+    return vectors.count < ann.threshold() or _index_for(target, model_key, vectors.dimensions) is None
 
 
 def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
@@ -191,7 +241,7 @@ def vectors_of(target: Target, model_key: str, dimensions: int) -> Vectors:
     vectors = _vectors.get(key)
     if vectors is not None:
         with vectors.lock:
-            if _refresh(target, model_key, vectors):
+            if _refresh(target, model_key, vectors) and _current(target, model_key, vectors):
                 return vectors
     vectors = _load(target, model_key, dimensions)
     _vectors.put(key, vectors, vectors.nbytes)
@@ -237,15 +287,6 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
         return _closest(vectors, query_vector, compound, lexical, floor, target.window)
 
 
-def micros(moment: object) -> int:
-    """A creation time as read (a datetime, naive in UTC on SQLite, or SQLite's text), in microseconds."""
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    assert isinstance(moment, datetime)
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return (moment - EPOCH) // MICROSECOND
-
-
 def _inside(vectors: Vectors, window: Window | None) -> np.ndarray | None:
     """Which rows were created in the window (None: all of them), as the SQL of the words' pass reads it."""
     if window is None:
@@ -265,7 +306,11 @@ def _closest(vectors: Vectors, query_vector: np.ndarray, compound: str | None, l
              floor: float, window: Window | None = None) -> tuple[list[Candidate], Spread]:
     import numpy as np
 
-    if not vectors.count or vectors.dimensions != query_vector.shape[0]:
+    if vectors.dimensions != query_vector.shape[0]:
+        return [], Spread()
+    if vectors.part is not None:
+        return _closest_indexed(vectors, vectors.part, query_vector, compound, lexical, floor, window)
+    if not vectors.count:
         return [], Spread()
     similarity = vectors.matrix @ query_vector
     inside = _inside(vectors, window)
@@ -284,16 +329,68 @@ def _closest(vectors: Vectors, query_vector: np.ndarray, compound: str | None, l
             candidate.similarity = float(similarity[at])
     if compound is not None:
         similarity = np.where(np.array([c == compound for c in vectors.compounds]), similarity, -1.0)
+    return _pick(vectors.seqs, similarity, lexical, floor), spread
+
+
+def _closest_indexed(vectors: Vectors, part: ann.Part, query_vector: np.ndarray, compound: str | None,
+                     lexical: list[Candidate], floor: float,
+                     window: Window | None = None) -> tuple[list[Candidate], Spread]:
+    """As ``_closest``, for a scope the index speaks for: the index's candidates and the rows written since
+    (``vectors.matrix``), all scored exactly; the cosine's mean and spread over the whole scope from the sums the
+    part keeps, which come to what a scan of every row would give. With a time window, only its rows are
+    candidates (a mask of the index's search) and its best row is the spread's best; the mean and deviation stay
+    the scope's (what the sums know)."""
+    import math
+
+    import numpy as np
+
+    written = vectors.matrix @ query_vector
+    total, squares, rows = part.moments(query_vector)
+    rows += len(written)
+    if not rows:
+        return [], Spread()
+    mean = (total + float(written.sum(dtype=np.float64))) / rows
+    deviation = math.sqrt(max((squares + float((written.astype(np.float64) ** 2).sum())) / rows - mean * mean, 0.0))
+    within = None
+    inside = _inside(vectors, window)
+    if window is not None and inside is not None:
+        within = part.within(None if window.start is None else micros(window.start),
+                             None if window.end is None else micros(window.end))
+        written = np.where(inside, written, -np.inf)
+        if not within.any() and not inside.any():
+            return [], Spread()
+    seqs, similarity, best = part.closest(query_vector, compound, SEMANTIC_CANDIDATES + len(lexical), within)
+    if len(written) and np.isfinite(written).any():
+        best = max(best, float(written.max()))
+    spread = Spread(best, (best - mean) / deviation if deviation > 1e-9 else 0.0, rows)
+    indexed = part.similarity(query_vector, [c.seq for c in lexical if c.seq not in vectors.position])
+    for candidate in lexical:
+        at = vectors.position.get(candidate.seq)
+        value = float(written[at]) if at is not None else indexed.get(candidate.seq)
+        if value is not None:
+            candidate.similarity = value
+    if compound is not None:
+        written = np.where(np.array([c == compound for c in vectors.compounds], dtype=bool), written, -1.0)
+    return _pick(np.concatenate([seqs, vectors.seqs]), np.concatenate([similarity, written]), lexical,
+                 floor), spread
+
+
+def _pick(seqs: np.ndarray, similarity: np.ndarray, lexical: list[Candidate], floor: float) -> list[Candidate]:
+    """The rows closest in meaning (above ``floor``) that the words did not find already."""
+    import numpy as np
+
     seen = {candidate.seq for candidate in lexical}
     count = min(SEMANTIC_CANDIDATES + len(seen), len(similarity))
+    if not count:
+        return []
     top = np.argpartition(-similarity, count - 1)[:count]
-    top = top[np.lexsort((-vectors.seqs[top], -similarity[top]))]  # ties: the newest first, as the words' order
+    top = top[np.lexsort((-seqs[top], -similarity[top]))]  # ties: the newest first, as the words' order
     out: list[Candidate] = []
     for at in top:
         value = float(similarity[at])
         if value < floor or len(out) >= SEMANTIC_CANDIDATES:
             break
-        seq = int(vectors.seqs[at])
+        seq = int(seqs[at])
         if seq not in seen:
             out.append(Candidate(seq, 0.0, 0.0, False, value))
-    return out, spread
+    return out

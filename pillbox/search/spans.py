@@ -40,7 +40,7 @@ _times: BoundedLru[str, Times] = BoundedLru(max_items=SPAN_CACHE_ENTRIES, max_by
 def _read(alias: str, marker: tuple[object, ...]) -> Times:
     import numpy as np
 
-    from pillbox.search.meaning import micros
+    from pillbox.search.when import micros
 
     with connections[alias].cursor() as cursor:
         cursor.execute("SELECT seq, created_at FROM pillbox_pill WHERE deleted_at IS NULL ORDER BY seq")
@@ -55,7 +55,7 @@ def key_range(target: Target) -> tuple[int, int] | None:
     empty range when none is), or None when they are not one range (or the database is not a file)."""
     import numpy as np
 
-    from pillbox.search.meaning import micros
+    from pillbox.search.when import micros
 
     window = target.window
     marker = change_marker(target.alias)

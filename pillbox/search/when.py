@@ -14,7 +14,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.utils import timezone
@@ -354,3 +354,16 @@ def _later(one: datetime | None, other: datetime | None) -> datetime | None:
 
 def _earlier(one: datetime | None, other: datetime | None) -> datetime | None:
     return min(one, other) if one and other else one or other
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: object) -> int:
+    """A creation time as read (a datetime, naive in UTC on SQLite, or SQLite's text), in microseconds."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    assert isinstance(moment, datetime)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // MICROSECOND
