@@ -155,12 +155,13 @@ def _refresh(target: Target, model_key: str, moments: Moments) -> bool:
     if seqs:
         kind = storage.KINDS[target.kind]
         joins, where, params = target.scope_sql()
-        asked = sorted(moments.missing_seqs.union(seqs))
+        # A row's vector written or dropped is an entry of its own: the rows not named kept what they were.
         with connections[target.alias].cursor() as cursor:
             cursor.execute(f"SELECT m.seq FROM {target.table} m {joins} LEFT JOIN {kind.vectors} v "
                            f"ON v.{kind.key} = m.id AND v.model = %s WHERE {where} AND v.{kind.key} IS NULL "
-                           f"AND m.seq IN ({marks(len(asked))})", [model_key, *params, *asked])
-            moments.missing_seqs = {int(row[0]) for row in cursor.fetchall()}
+                           f"AND m.seq IN ({marks(len(seqs))})", [model_key, *params, *seqs])
+            moments.missing_seqs.difference_update(seqs)
+            moments.missing_seqs.update(int(row[0]) for row in cursor.fetchall())
     moments.at = at
     return True
 

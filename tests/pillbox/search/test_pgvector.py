@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import uuid
 from types import ModuleType
 
 import pytest
 from django.core.management import call_command
 from django.db import connections
+from django.utils import timezone
 
 from pillbox import curation, services
 from pillbox.embeddings import halfvec, loader
 from pillbox.global_db import GLOBAL
+from pillbox.models import Pill
 from pillbox.search import pgvector
 from pillbox.search.engine import search
 from tests.clients import ROOT
@@ -121,6 +124,23 @@ def test_pgvector_discard_restore_revise_and_purge_are_followed(alice, meaning, 
     assert target.seq not in memory.found(PARAPHRASE_QUERY)
     by_meaning = closest_of(memory, meaning)
     assert by_meaning == {pill.seq for pill in others}
+
+
+def test_pgvector_rows_imported_without_vectors_are_embedded_and_found(alice, meaning, pgvector_on, by_index,
+                                                                        sql_calls):
+    memory = Memory(alice, "ops")
+    for title, content in OTHERS:
+        memory.store(title, content)
+    settle()
+    memory.found(PARAPHRASE_QUERY)
+    now = timezone.now()  # an import writes its rows directly, without vectors
+    last = Pill.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+    imported = Pill.objects.create(id=uuid.uuid4(), seq=last + 1, prescription=memory.rx, compound="ops",
+                                   title=PARAPHRASE_TARGET[0], content=PARAPHRASE_TARGET[1], created_at=now,
+                                   updated_at=now, author_name="Ada Lovelace", author_email="ada@example.com")
+    assert pgvector.moments_of(memory.target, meaning.key).missing_seqs == {imported.seq}
+    assert memory.found(PARAPHRASE_QUERY)[0] == imported.seq  # the search's catch-up embedded it
+    assert not pgvector.moments_of(memory.target, meaning.key).missing_seqs
 
 
 @pytest.fixture(scope="module")
