@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -93,8 +94,6 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
         author = {"author_name": "Bench", "author_email": "bench@example.org"}
         rx = services.prescription_open(reach=reach, bottle_id=bottle.id.hex, title="bench", **author)
 
-        import os
-
         os.environ["EMBEDDINGS"] = "on"
         model = loader.embedder(wait=600)
         assert model is not None, loader.failure()
@@ -143,14 +142,16 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
 
         search = TOOLSET.by_name["pill_search"].handler
         serves = pgvector.serves
-        figures: dict[str, Any] = {"size": size, "enable_seconds": enable_seconds,
-                                   "recall_at_30": {label: statistics.fmean(values) for label, values in overlaps.items()},
-                                   "nearest_p50_ms": {label: pct(values, 50) for label, values in timings.items()}}
+        figures: dict[str, Any] = {
+            "size": size, "enable_seconds": enable_seconds,
+            "recall_at_30": {label: statistics.fmean(values) for label, values in overlaps.items()},
+            "nearest_p50_ms": {label: pct(values, 50) for label, values in timings.items()},
+        }
         os.environ["EMBEDDINGS"] = "off"  # the words' vocabulary read once, before either way is timed
         search(caller, {"query": questions[0], "limit": 20})
         os.environ["EMBEDDINGS"] = "on"
         for way in ("pgvector", "in-process", "pgvector again"):
-            pgvector.serves = serves if way.startswith("pgvector") else (lambda *args: False)  # type: ignore
+            pgvector.serves = serves if way.startswith("pgvector") else (lambda *args: False)
             t0 = time.perf_counter()
             search(caller, {"query": questions[0], "limit": 20})
             warm = time.perf_counter() - t0
