@@ -68,6 +68,7 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
     import numpy as np
 
     with tempfile.TemporaryDirectory(prefix="pgvector-bench-") as home:
+        os.environ["PILLBOX_MAX_PILLS"] = str(2 * size)  # the rounds store beyond the size (a user's default: 100,000)
         setup_django(Path(home), database_url=url)
         from django.db import connections, transaction
 
