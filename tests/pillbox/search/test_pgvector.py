@@ -181,6 +181,10 @@ def test_pgvector_matches_the_in_process_ranking_on_the_recall_set(alice, meanin
     assert sql_calls
     monkeypatch.setattr(pgvector, "EXACT_BELOW", 0)
     indexed, indexed_rankings = recall(corpora, memory, mapping)
+    # The spread from a sample of the scope (a third of it here; 10,000 rows of a larger scope).
+    monkeypatch.setattr(pgvector, "SAMPLE", 120)
+    pgvector._moments.clear()
+    sampled, _ = recall(corpora, memory, mapping)
     monkeypatch.setattr(pgvector, "serves", lambda *args: False)
     calls = len(sql_calls)
     in_process, in_process_rankings = recall(corpora, memory, mapping)
@@ -188,6 +192,7 @@ def test_pgvector_matches_the_in_process_ranking_on_the_recall_set(alice, meanin
     for name in ("hit@1", "r@5", "mrr@10", "found@20"):
         assert abs(exact[name] - in_process[name]) <= RECALL_GAP, (name, exact, in_process)
         assert abs(indexed[name] - in_process[name]) <= RECALL_GAP, (name, indexed, in_process)
+        assert abs(sampled[name] - in_process[name]) <= RECALL_GAP, (name, sampled, in_process)
     same_first = sum(a[:1] == b[:1] for a, b in zip(indexed_rankings, in_process_rankings, strict=True))
     assert same_first >= 0.99 * len(in_process_rankings)
     assert sum(a == b for a, b in zip(exact_rankings, in_process_rankings, strict=True)) >= \
