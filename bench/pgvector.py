@@ -134,13 +134,14 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
         overlaps: dict[str, list[float]] = {}
         source_of = {int(seq): at % len(items) for at, seq in enumerate(seqs)}
         timings: dict[str, list[float]] = {}
-        searched_factor = pgvector.EF_SEARCH_FACTOR
+        searched_factor, searched_rows = pgvector.EF_SEARCH_FACTOR, pgvector.EF_SEARCH_ROWS
         for question in questions:
             query = loader.embed_query(model, question)
             assert query is not None
             exact = set(seqs[np.argsort(-(stored @ query), kind="stable")[:30]].tolist())
             for label, factor, scope_rows in BREADTHS:
                 pgvector.EF_SEARCH_FACTOR = factor or searched_factor
+                pgvector.EF_SEARCH_ROWS = searched_rows if not factor else 10**9  # a factor alone
                 t0 = time.perf_counter()
                 with transaction.atomic(using=GLOBAL), connection.cursor() as cursor:
                     found = pgvector._nearest(cursor, target, model.key, pgvector.literal(query), None, 30,
@@ -152,7 +153,7 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
                 texts = {source_of[seq] for seq in exact}
                 overlaps.setdefault(f"{label}, texts", []).append(
                     len(texts & {source_of[seq] for seq, _ in found}) / len(texts))
-        pgvector.EF_SEARCH_FACTOR = searched_factor
+        pgvector.EF_SEARCH_FACTOR, pgvector.EF_SEARCH_ROWS = searched_factor, searched_rows
 
         search = TOOLSET.by_name["pill_search"].handler
         serves = pgvector.serves
