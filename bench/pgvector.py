@@ -71,7 +71,7 @@ def source() -> tuple[list[dict[str, Any]], list[str]]:
     return data["items"], [q["q"] for q in data["queries"] if q["kind"] == "paraphrase"]
 
 
-def worker(size: int, url: str, rounds: int, out: Path) -> None:
+def worker(size: int, url: str, rounds: int, out: Path, index_options: str) -> None:
     import numpy as np
 
     with tempfile.TemporaryDirectory(prefix="pgvector-bench-") as home:
@@ -121,6 +121,7 @@ def worker(size: int, url: str, rounds: int, out: Path) -> None:
         for at in range(0, len(ids), 5000):
             storage.write(GLOBAL, storage.KINDS["pill"], model.key, ids[at:at + 5000], vectors[at:at + 5000])
         started = time.perf_counter()
+        halfvec.HNSW_OPTIONS = index_options or halfvec.HNSW_OPTIONS
         with connection.cursor() as cursor:
             halfvec.enable(connection)
             cursor.execute("ANALYZE")
@@ -215,11 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large", action="store_true", help="add 200,000 pills (minutes of building)")
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--index-options", default="",
+                        help='the HNSW index\'s WITH, e.g. "m = 32, ef_construction = 128"')
     parser.add_argument("--worker", nargs=2, metavar=("SIZE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     base = args.postgres.rsplit("/", 1)[0]
     if args.worker:
-        worker(int(args.worker[0]), f"{base}/{SCRATCH_DB}", args.rounds, Path(args.worker[1]))
+        worker(int(args.worker[0]), f"{base}/{SCRATCH_DB}", args.rounds, Path(args.worker[1]), args.index_options)
         return 0
     import psycopg
 
@@ -231,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
                 subprocess.run([sys.executable, __file__, "--worker", str(size), out.name, "--rounds",
-                                str(args.rounds), "--postgres", args.postgres], check=True)
+                                str(args.rounds), "--postgres", args.postgres, "--index-options", args.index_options],
+                               check=True)
                 print_size(json.loads(Path(out.name).read_text()))
         finally:
             with psycopg.connect(args.postgres, autocommit=True) as admin:

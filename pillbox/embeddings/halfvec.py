@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384  # the bundled model's; vectors of another length are searched in the process
 EXTENSION = "vector"
+HNSW_OPTIONS = "m = 16, ef_construction = 64"  # pgvector's defaults (bench/pgvector.py --index-options)
 # (vector table, its index)
 TABLES = (("pillbox_pill_vector", "pillbox_pill_vector_hnsw"),
           ("pillbox_capsule_vector", "pillbox_capsule_vector_hnsw"))
@@ -87,7 +88,7 @@ def enable(connection: Any) -> str:
             cursor.execute(f"CREATE OR REPLACE TRIGGER {table}_embedding BEFORE INSERT OR UPDATE OF vector "
                            f"ON {table} FOR EACH ROW EXECUTE FUNCTION pillbox_embedding()")
             cursor.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {table} "
-                           f"USING hnsw (embedding halfvec_cosine_ops)")
+                           f"USING hnsw (embedding halfvec_cosine_ops) WITH ({HNSW_OPTIONS})")
     return "pgvector on: search by meaning runs in the database"
 
 
