@@ -20,7 +20,9 @@ logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384  # the bundled model's; vectors of another length are searched in the process
 EXTENSION = "vector"
-HNSW_OPTIONS = "m = 16, ef_construction = 64"  # pgvector's defaults (bench/pgvector.py --index-options)
+# Twice pgvector's defaults (16, 64): at 200,000 rows recall@30 0.94 against 0.86, for a build 1.4x as long
+# (bench/pgvector.py --index-options).
+HNSW_OPTIONS = "m = 32, ef_construction = 128"
 # (vector table, its index)
 TABLES = (("pillbox_pill_vector", "pillbox_pill_vector_hnsw"),
           ("pillbox_capsule_vector", "pillbox_capsule_vector_hnsw"))

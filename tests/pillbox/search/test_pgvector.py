@@ -26,6 +26,7 @@ from tests.pillbox.search.pills import OTHERS, PARAPHRASE_QUERY, PARAPHRASE_TARG
 from tests.pillbox.search.test_search_incremental import Memory, settle
 
 RECALL_GAP = 0.005
+SAMPLED_GAP = 0.011
 
 
 def on_postgres() -> bool:
@@ -181,8 +182,9 @@ def test_pgvector_matches_the_in_process_ranking_on_the_recall_set(alice, meanin
     assert sql_calls
     monkeypatch.setattr(pgvector, "EXACT_BELOW", 0)
     indexed, indexed_rankings = recall(corpora, memory, mapping)
-    # The spread from a sample of the scope (a third of it here; 10,000 rows of a larger scope).
-    monkeypatch.setattr(pgvector, "SAMPLE", 120)
+    # The spread from a sample of the scope: half of it here (10,000 rows of a larger scope), which rows by their
+    # seqs, so a query whose z is at the line may go either way: two queries of 199 are allowed.
+    monkeypatch.setattr(pgvector, "SAMPLE", 190)
     pgvector._moments.clear()
     sampled, _ = recall(corpora, memory, mapping)
     monkeypatch.setattr(pgvector, "serves", lambda *args: False)
@@ -192,7 +194,7 @@ def test_pgvector_matches_the_in_process_ranking_on_the_recall_set(alice, meanin
     for name in ("hit@1", "r@5", "mrr@10", "found@20"):
         assert abs(exact[name] - in_process[name]) <= RECALL_GAP, (name, exact, in_process)
         assert abs(indexed[name] - in_process[name]) <= RECALL_GAP, (name, indexed, in_process)
-        assert abs(sampled[name] - in_process[name]) <= RECALL_GAP, (name, sampled, in_process)
+        assert abs(sampled[name] - in_process[name]) <= SAMPLED_GAP, (name, sampled, in_process)
     same_first = sum(a[:1] == b[:1] for a, b in zip(indexed_rankings, in_process_rankings, strict=True))
     assert same_first >= 0.99 * len(in_process_rankings)
     assert sum(a == b for a, b in zip(exact_rankings, in_process_rankings, strict=True)) >= \
