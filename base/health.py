@@ -1,6 +1,7 @@
 """Readiness for orchestrators and load balancers: ``/readyz`` answers 200 only when this server can serve, that
 is when the global database and the shared cache (where every throttle counts) both answer. ``/healthz`` stays
-the liveness check and touches neither."""
+the liveness check and touches neither. Beside the checks, what the apps report of how this server runs
+(``REPORTS``, e.g. whether PostgreSQL searches the vectors itself); a report never makes the server unready."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def cache_ready() -> None:
 
 
 CHECKS: dict[str, Callable[[], None]] = {"database": database_ready, "cache": cache_ready}
+# Filled by the apps (their AppConfig.ready): a name and what it says now, or None to say nothing.
+REPORTS: dict[str, Callable[[], str | None]] = {}
 
 
 def readyz(request: HttpRequest) -> JsonResponse:
@@ -49,4 +52,13 @@ def readyz(request: HttpRequest) -> JsonResponse:
         else:
             checks[name] = "ok"
     ready = all(state == "ok" for state in checks.values())
-    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    body: dict[str, object] = {"status": "ok" if ready else "unavailable", "checks": checks}
+    for name, report in REPORTS.items():
+        try:
+            said = report()
+        except Exception:
+            logger.exception("readiness report failed: %s", name)
+            said = "unknown"
+        if said is not None:
+            body[name] = said
+    return JsonResponse(body, status=200 if ready else 503)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pillbox', '0012_superseded'),
+        ('pillbox', '0013_pgvector'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

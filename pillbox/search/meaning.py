@@ -12,7 +12,7 @@ from django.db import connections
 from base.lru import BoundedLru
 from pillbox.databases import change_marker
 from pillbox.embeddings import backfill, storage
-from pillbox.search import ann, changes
+from pillbox.search import ann, changes, pgvector
 from pillbox.search.lexical import Candidate
 from pillbox.search.targets import Target, marks
 from pillbox.search.when import Window, micros
@@ -276,6 +276,10 @@ def semantic_pass(target: Target, model: Embedder, query_vector: np.ndarray, com
                   lexical: list[Candidate], floor: float) -> tuple[list[Candidate], Spread]:
     """Gives the lexical candidates their similarity; returns the rows found by meaning alone (above the floor)
     and the cosine's spread over the scope."""
+    if pgvector.serves(target, model.key, query_vector.shape[0]):  # the database searches its own vectors
+        found, (best, z, rows) = pgvector.closest(target, model.key, query_vector, compound, lexical, floor,
+                                                  SEMANTIC_CANDIDATES)
+        return found, Spread(best, z, rows)
     vectors = vectors_of(target, model.key, query_vector.shape[0])
     if 0 < vectors.missing <= backfill.BATCH:
         # Rows stored a moment ago whose backfill has not run yet: one model run (a few ms) makes them findable.

@@ -19,7 +19,7 @@ from pillbox.access import reach_for
 from pillbox.embeddings import backfill
 from pillbox.global_db import GLOBAL
 from pillbox.models import Bottle, Pill, PillVector, Prescription
-from pillbox.search import changes, vocabulary
+from pillbox.search import changes, pgvector, vocabulary
 from pillbox.search import meaning as by_meaning
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
@@ -49,6 +49,12 @@ class Memory:
 
     def found(self, query: str) -> list[int]:
         return [hit.seq for hit in search([self.target], query=query, compound=None, limit=20, fuzzy=False).hits]
+
+
+@pytest.fixture(autouse=True)
+def _in_process(monkeypatch):
+    """These count the rows the in-process copy reads: on PostgreSQL with pgvector, the database would search."""
+    monkeypatch.setattr(pgvector, "serves", lambda *args: False)
 
 
 def settle() -> None:

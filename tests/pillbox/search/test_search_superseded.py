@@ -9,9 +9,10 @@ from pillbox import superseding
 from pillbox.search import meaning as by_meaning
 from pillbox.search.engine import search
 from tests.pillbox.search.pills import OTHERS, PARAPHRASE_QUERY, PARAPHRASE_TARGET
-from tests.pillbox.search.test_search_incremental import (
+from tests.pillbox.search.test_search_incremental import (  # noqa: F401 (_in_process: a fixture)
     DIMENSIONS,
     Memory,
+    _in_process,
     fresh_copy,
     kept_copy,
     read_since,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from pillbox.embeddings import backfill
 from pillbox.models import Bottle, Pill, Prescription
-from pillbox.search import ann
+from pillbox.search import ann, pgvector
 from pillbox.search import meaning as by_meaning
 from pillbox.search.engine import search
 from pillbox.search.targets import Target
@@ -74,6 +75,12 @@ class Project:
 
     def kept(self, model_key: str) -> by_meaning.Vectors:
         return by_meaning.vectors_of(self.target, model_key, DIMENSIONS)
+
+
+@pytest.fixture(autouse=True)
+def _in_process(monkeypatch):
+    """The index serves the search in the process: on PostgreSQL with pgvector, the database would search."""
+    monkeypatch.setattr(pgvector, "serves", lambda *args: False)
 
 
 @pytest.fixture
@@ -208,10 +215,13 @@ def damage_from_elsewhere(pointer: Path) -> None:
 
 @pytest.mark.parametrize("damage", [damage_deleted, damage_truncated, damage_other_model, damage_pointer_gone,
                                     damage_from_elsewhere])
-def test_a_damaged_index_is_built_again_while_search_stays_exact(project, settings, meaning, damage):
+def test_a_damaged_index_is_built_again_while_search_stays_exact(project, settings, meaning, damage, monkeypatch):
     exact = exact_answers(project, settings, QUERIES)
     through_the_index(project, settings, meaning.key)
     pointer = project.pointer(meaning.key)
+    # The build waits for the test's word: a small index is built again before the next line could look.
+    gate, building = threading.Event(), ann._build_thread
+    monkeypatch.setattr(ann, "_build_thread", lambda *args: (gate.wait(60), building(*args)))
     damage(pointer)
     if damage is damage_truncated:
         with pytest.raises(ValueError):
@@ -221,6 +231,7 @@ def test_a_damaged_index_is_built_again_while_search_stays_exact(project, settin
     answers = [project.found(query) for query in QUERIES]
     assert project.kept(meaning.key).part is None  # exact meanwhile
     assert answers == exact
+    gate.set()
     ann.wait_for_builds()
     assert [project.found(query) for query in QUERIES] == exact
     assert project.kept(meaning.key).part is not None  # the index built again, and used
@@ -316,7 +327,7 @@ import django
 
 django.setup()
 from pillbox.databases import open_local
-from pillbox.search import ann
+from pillbox.search import ann, pgvector
 
 print(ann.build(open_local(Path(sys.argv[1])), "pill", sys.argv[2], int(sys.argv[3])))
 """
