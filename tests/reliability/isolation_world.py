@@ -19,7 +19,7 @@ from accounts.models import Account, ApiKey
 from mcp_bridge.tools import Caller
 from pillbox.databases import db_file, open_local
 from pillbox.global_db import GLOBAL
-from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration
+from pillbox.models import Bottle, Capsule, Pill, Prescription, Registration, Tidy, TidyPlan
 from tests.reliability.helpers import Reply, run_ok, short_id
 from todos.models import Todo
 
@@ -37,6 +37,13 @@ class World:
     local_alias: str
 
 
+def _line(text: str, key: str) -> str:
+    """The short id an answer's ``key:`` line names (pill_duplicates' plan, pill_tidy's tidy)."""
+    match = re.search(rf"^{key}: ([0-9a-f]{{12}})$", text, re.M)
+    assert match, text
+    return match.group(1)
+
+
 def _full(model: type, alias: str, short: str) -> uuid.UUID:
     low, high = uuid.UUID(short.ljust(32, "0")), uuid.UUID(short.ljust(32, "f"))
     return model._default_manager.using(alias).get(id__gte=low, id__lte=high).id
@@ -51,7 +58,8 @@ def world_fixture(alice, bob, tmp_path, monkeypatch, local_bottles_over_http) ->
     remote = Caller(user=alice.user, transport="http")
     local = Caller(user=alice.user, transport="stdio", workdir=project)
 
-    records: dict[str, list[uuid.UUID | str]] = {kind: [] for kind in ("bottle", "prescription", "pill", "capsule")}
+    records: dict[str, list[uuid.UUID | str]] = {kind: [] for kind in ("bottle", "prescription", "pill", "capsule",
+                                                                        "plan", "tidy")}
     for caller, scope, alias in ((remote, "global", GLOBAL), (local, "local", None)):
         bottle = short_id(run_ok(caller, "pillbox", "bottle_create", name=f"{MARK}-{scope}",
                                  display_name=f"{SECRET} {scope}", scope=scope))
@@ -70,6 +78,15 @@ def world_fixture(alice, bob, tmp_path, monkeypatch, local_bottles_over_http) ->
         records["bottle"].append(_full(Bottle, alias, bottle))
         records["prescription"] += [_full(Prescription, alias, rx) for rx in (rx_open, rx_closed)]
         records["pill"] += [_full(Pill, alias, pill) for pill in pills]
+        # A lesson stored twice, a tidy-up plan of it (pill_duplicates), and one applied (pill_tidy): plan and
+        # tidy ids of A's that B must not apply nor undo.
+        twice = [short_id(run_ok(caller, "pillbox", "pill_store", prescription_id=rx_open, title=f"{SECRET} lesson",
+                                 content=f"{SECRET} stored twice.", compound=SECRET, **AUTHOR)) for _ in range(2)]
+        records["pill"] += [_full(Pill, alias, pill) for pill in twice]
+        plan = _line(run_ok(caller, "pillbox", "pill_duplicates", bottle_id=bottle), "plan")
+        tidy = _line(run_ok(caller, "pillbox", "pill_tidy", plan_id=plan), "tidy")
+        records["plan"].append(_full(TidyPlan, GLOBAL, plan))
+        records["tidy"].append(_full(Tidy, GLOBAL, tidy))
     capsules = [
         short_id(run_ok(remote, "pillbox", "capsule_store", title=f"{SECRET} capsule {n}",
                         content=f"{SECRET} capsule", compound=SECRET))
@@ -114,6 +131,8 @@ def snapshot(world: World) -> dict[str, list[dict[str, Any]]]:
             Pill.objects.using(alias).filter(prescription__bottle__in=bottles).order_by("id").values()
         )
     rows["capsule"] = list(Capsule.objects.filter(owner=user).order_by("id").values())
+    rows["plan"] = list(TidyPlan.objects.filter(user=user).order_by("id").values())
+    rows["tidy"] = list(Tidy.objects.filter(user=user).order_by("id").values())
     rows["todo"] = list(Todo.objects.filter(owner=user).order_by("key").values())
     rows["registration"] = list(Registration.objects.filter(user=user).order_by("id").values())
     rows["account"] = list(Account.objects.filter(user=user).values())

@@ -65,6 +65,10 @@ SWEEP: dict[str, dict[str, Entry]] = {
             ),
         ),
         "pill_compounds": Entry({"bottle_id": "bottle"}, probes=({}, {"limit": 200})),
+        # A's bottle, plan and tidy: B is offered none of A's pills, applies none of A's plans, undoes no tidy.
+        "pill_duplicates": Entry({"bottle_id": "bottle"}, {"by_meaning": True}, probes=()),
+        "pill_tidy": Entry({"plan_id": "plan"}, probes=()),
+        "pill_tidy_undo": Entry({"tidy_id": "tidy"}, probes=()),
         "capsule_store": Entry(extra=TEXT, probes=(TEXT,)),
         "capsule_read": Entry({"id": "capsule"}),
         "capsule_revise": Entry({"id": "capsule"}, {"title": "bob was here"}),
@@ -195,6 +199,7 @@ SURFACES = [Surface("mcp-http", _mcp_send, _mcp_refused)]
 def test_isolation_sweep(world, surface, root, settings):
     # Worst case on a shared server: PILLBOX_ROOT is the very directory that holds A's local bottle.
     settings.PILLBOX_ROOT = world.project if root == "alice-project" else None
+    settings.MCP_USER_RATE_LIMIT = (0, 60)  # B's sweep is hundreds of calls in a minute (the limit has tests of its own)
     before = snapshot(world)
     calls = 0
     # A's records by id first, then the calls without ids (some of which give B records named like A's).

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from django.db import connections
 from django.utils import timezone
 
 from pillbox import services
@@ -17,6 +19,8 @@ from tests.api.conftest import AUTHOR, reach_of
 
 
 def test_spans_a_window_is_the_range_of_its_pills_keys_while_they_are_one(alice):
+    if connections[GLOBAL].vendor != "sqlite":
+        pytest.skip("spans: a range of keys is for a SQLite file's index (PostgreSQL joins each row)")
     reach = reach_of(alice)
     bottle = services.bottle_create(reach=reach, name="spans", display_name="Spans", scope="global")
     rx = services.prescription_open(reach=reach_of(alice), bottle_id=bottle.id.hex, title="Work", **AUTHOR)
