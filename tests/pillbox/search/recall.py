@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 
 from pillbox.embeddings import backfill, embedders
 from tests.pillbox.scenario import Call, new_bottle, open_prescription, store
@@ -25,8 +26,16 @@ def caller(user) -> object:
 
 
 async def in_db(function, *args):
-    """Run an ORM check from inside a scenario (Django refuses database calls in an event loop's thread)."""
-    return await sync_to_async(function, thread_sensitive=False)(*args)
+    """Run an ORM check from inside a scenario (Django refuses database calls in an event loop's thread). The
+    worker thread's connections are closed after it: on PostgreSQL each would otherwise keep one of the pool's
+    connections for the rest of the test run."""
+    def closing(*arguments):
+        try:
+            return function(*arguments)
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(closing, thread_sensitive=False)(*args)
 
 
 async def stocked(call: Call, name: str, pills: list[tuple[str, str]]) -> list[str]:
