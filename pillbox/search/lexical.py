@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
+from base.lru import BoundedLru
+from pillbox.databases import change_marker
 from pillbox.search.budget import Budget
 from pillbox.search.coverage import Coverage
 from pillbox.search.spans import key_range
@@ -34,6 +36,11 @@ SPELLED_OUT = 32  # the most indexed words a prefix term is counted through (see
 # bm25 column weights (title, content, compound): with the coverage re-rank, 3-4x on the title ranks best
 # (bench MRR@10 0.989 at 3,1,1; 0.981 at 1,1,1) without costing content-only queries (kind e 0.969 either way).
 WEIGHTS = (3.0, 1.0, 1.0)
+# A project file's superseded pills, left out of its index-only statements by value (``superseded_keys``); past
+# this many, by a subquery.
+SUPERSEDED_INLINE = 5000
+SUPERSEDED_CACHE_ENTRIES = 64
+SUPERSEDED_CACHE_BYTES = 16 * 1024 * 1024
 CANDIDATES = 60  # rows ranked by bm25 that the coverage re-rank looks at (the bench is flat from 60 up)
 
 
@@ -129,17 +136,40 @@ def _from(target: Target, terms: list[str], words: list[str], compound: str | No
         # Only the index: no join per matching row, and the count is the index's own. The superseded rows are
         # few, read once by their index; a time window is the range of keys its rows are (``spans``), when they
         # are one.
-        hidden = "" if target.include_superseded else \
+        gone = () if target.include_superseded else superseded_keys(target)
+        hidden = "" if not gone else f" AND {fts}.rowid NOT IN ({marks(len(gone))})" \
+            if len(gone) <= SUPERSEDED_INLINE else \
             f" AND {fts}.rowid NOT IN (SELECT seq FROM {target.table} WHERE superseded_by_id IS NOT NULL)"
+        if len(gone) > SUPERSEDED_INLINE:
+            gone = ()
         if target.window is None:
-            return f"FROM {fts} WHERE {fts} MATCH %s{hidden}", [expression], f"{fts}.rowid", score
+            return f"FROM {fts} WHERE {fts} MATCH %s{hidden}", [expression, *gone], f"{fts}.rowid", score
         if (keys := key_range(target)) is not None:
             return (f"FROM {fts} WHERE {fts} MATCH %s AND {fts}.rowid BETWEEN %s AND %s{hidden}",
-                    [expression, *keys], f"{fts}.rowid", score)
+                    [expression, *keys, *gone], f"{fts}.rowid", score)
     # CROSS JOIN keeps the index as the outer loop: SQLite would otherwise walk the caller's rows by their
     # owner or prescription index and run the MATCH once per row (seconds at 100,000 rows, for a count).
     body = f"FROM {fts} CROSS JOIN {target.table} m ON m.seq = {fts}.rowid {joins} WHERE {fts} MATCH %s AND {where}"
     return body, [expression, *params], "m.seq", score
+
+
+_superseded: BoundedLru[str, tuple[tuple[object, ...], tuple[int, ...]]] = BoundedLru(
+    max_items=SUPERSEDED_CACHE_ENTRIES, max_bytes=SUPERSEDED_CACHE_BYTES)
+
+
+def superseded_keys(target: Target) -> tuple[int, ...]:
+    """The keys of a project file's superseded pills, read once per change of the file: a search's statement
+    leaves them out by value (a subquery there would scan the pill table at every statement, 2 ms at 20,000)."""
+    marker = change_marker(target.alias)
+    kept = _superseded.get(target.alias)
+    if kept is not None and marker is not None and kept[0] == marker:
+        return kept[1]
+    with connections[target.alias].cursor() as cursor:
+        cursor.execute(f"SELECT seq FROM {target.table} WHERE superseded_by_id IS NOT NULL ORDER BY seq")
+        keys = tuple(int(row[0]) for row in cursor.fetchall())
+    if marker is not None:
+        _superseded.put(target.alias, (marker, keys), 8 * len(keys) + 64)
+    return keys
 
 
 def any_match(target: Target, terms: list[str], compound: str | None, vocabulary: Vocabulary) -> bool:
