@@ -25,7 +25,7 @@ from pillbox.input_rules import (
 from pillbox.limits import COMPOUND_LIMIT, CONTENT_LIMIT, NAME_LIMIT
 from pillbox.original.news import announcements
 from pillbox.search import when
-from pillbox.search.engine import search
+from pillbox.search.engine import timed_search
 from pillbox.search.scoring import CLIFF_LIMIT
 from pillbox.search.targets import Target
 
@@ -99,7 +99,8 @@ SEARCH_TIME = (
     "begin on Monday; a month or weekday needs its preposition: 'in March', 'since Monday'). The answer's "
     "'time:' line gives the window used (its end excluded) and what it was read from; since/until win over the "
     "query's time words, and the line says so. A query of time words alone (what did we do yesterday?) lists "
-    "that window's pills, newest first."
+    "that window's pills, newest first. Time words naming a time nothing was written in (a date the memory's "
+    "text speaks of: 'in March 2023') are searched as words over every time instead, and the line says so."
 )
 FUZZY = {"type": "boolean", "default": False,
          "description": "Expand every word to similar indexed words at once (typo-tolerant), instead of only "
@@ -216,13 +217,14 @@ def pill_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bool,
                       window=wanted.window)
                for alias, bottles in dbs.items()]
     current = current_bottle(reach)
-    found = search(targets, query=wanted.query, compound=compound, limit=limit, fuzzy=fuzzy,
-                   current=frozenset([current.bottle_id]) if current else frozenset(), cut=limit <= CLIFF_LIMIT)
+    found, window = timed_search(targets, wanted, query, compound=compound, limit=limit, fuzzy=fuzzy,
+                                 current=frozenset([current.bottle_id]) if current else frozenset(),
+                                 cut=limit <= CLIFF_LIMIT)
     marks = selectors.superseded_marks(reach=reach, kind="pill", ids=[hit.id for hit in found.hits]) \
         if include_superseded else None
     return texts.search_results(found, noun="pill", bottle_names=selectors.bottle_names(reach),
                                 current_bottle=current.name if current else None, superseded=marks,
-                                window=wanted.window)
+                                window=window)
 
 
 def timed_query(query: str | None, compound: str | None, **time: str) -> when.Recall:
@@ -349,11 +351,11 @@ def capsule_search(reach: Reach, limit: int, fuzzy: bool, include_superseded: bo
     wanted = timed_query(query, compound, **time)
     target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk, include_superseded=include_superseded,
                     window=wanted.window)
-    found = search([target], query=wanted.query, compound=compound, limit=limit, fuzzy=fuzzy,
-                   cut=limit <= CLIFF_LIMIT)
+    found, window = timed_search([target], wanted, query, compound=compound, limit=limit, fuzzy=fuzzy,
+                                 cut=limit <= CLIFF_LIMIT)
     marks = selectors.superseded_marks(reach=reach, kind="capsule", ids=[hit.id for hit in found.hits]) \
         if include_superseded else None
-    return texts.search_results(found, noun="capsule", bottle_names=None, superseded=marks, window=wanted.window)
+    return texts.search_results(found, noun="capsule", bottle_names=None, superseded=marks, window=window)
 
 
 @tool("capsule_compounds", "List the compounds of your capsules with their counts, most used first.",

@@ -14,7 +14,7 @@ from pillbox.api.common import ID_PATTERN, INCLUDE_SUPERSEDED, PillboxView, read
 from pillbox.exceptions import ValidationFailed
 from pillbox.global_db import GLOBAL
 from pillbox.input_rules import NONBLANK, VISIBLE
-from pillbox.search.engine import search
+from pillbox.search.engine import timed_search
 from pillbox.search.targets import Target
 from pillbox.search.when import recall
 from pillbox.serializers import SearchSerializer
@@ -77,13 +77,14 @@ class SearchView(PillboxView):
                               window=wanted.window)
                        for alias, bottles in dbs.items()]
             names = selectors.bottle_names(self.reach)
-        found = search(targets, query=wanted.query, compound=compound, limit=values["limit"], fuzzy=values["fuzzy"])
+        found, window = timed_search(targets, wanted, query, compound=compound, limit=values["limit"],
+                                     fuzzy=values["fuzzy"])
         kind = "capsule" if values["kind"] == "capsules" else "pill"
         marks = selectors.superseded_marks(reach=self.reach, kind=kind,
                                            ids=[hit.id for hit in found.hits]) if superseded else {}
         data = {"total": found.total, "used_fuzzy": found.used_fuzzy, "used_semantic": found.used_semantic,
                 "match": found.match or None, "confidence": found.confidence or None,
                 "corrections": found.corrections, "ignored_terms": found.ignored_terms,
-                "partial": found.partial, "time": wanted.window.describe() if wanted.window else None,
+                "partial": found.partial, "time": window.describe() if window else None,
                 "results": found.hits}
         return Response(SearchSerializer(data, context={"bottle_names": names, "superseded": marks}).data)

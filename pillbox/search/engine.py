@@ -39,7 +39,7 @@ from pillbox.search.targets import Target
 from pillbox.search.terms import extract_terms, meaningful
 from pillbox.search.typos import worded
 from pillbox.search.vocabulary import MIN_FUZZY_TERM, vocabulary, widened
-from pillbox.search.when import micros
+from pillbox.search.when import Recall, Window, micros
 
 MIN_FUZZY_QUERY = 5
 # The most distinct meaningful terms a query is searched with; the rest are ignored and the answer says so. A
@@ -234,6 +234,29 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
                  confidence=confidence(hits[0], spread, meaning_on=meaning is not None,
                                        rivals=sum(1 for hit in hits[1:] if hit.match in EVERY_WORD))
                  if hits else "")
+
+
+def timed_search(targets: list[Target], wanted: Recall, typed: str | None, *, compound: str | None,
+                 **options: Any) -> tuple[Found, Window | None]:
+    """``search`` in the window the query's time words or since/until name. When the window came from the query's
+    words alone, finds nothing and holds no row the caller may see, those words speak of when something happened
+    (a date inside the memory's text), not of when it was written: every time is searched with the query as typed,
+    and the window answered says so. A window given by since/until, or one holding rows, is kept as asked."""
+    found = search(targets, query=wanted.query, compound=compound, **options)
+    window = wanted.window
+    if found.hits or window is None or not window.from_query or not typed or any(map(_holds_rows, targets)):
+        return found, window
+    widened = [replace(target, window=None) for target in targets]
+    return search(widened, query=typed, compound=compound, **options), replace(window, unused=True)
+
+
+def _holds_rows(target: Target) -> bool:
+    if target.kind == "pill" and not target.bottles:
+        return False
+    joins, where, params = target.shown_sql()
+    with connections[target.alias].cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS(SELECT 1 FROM {target.table} m {joins} WHERE {where})", params)
+        return bool(cursor.fetchone()[0])
 
 
 def confidence(first: Hit, spread: Spread, *, meaning_on: bool, rivals: int = 0) -> str:

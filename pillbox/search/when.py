@@ -96,12 +96,20 @@ class Window:
     zone: tzinfo
     source: str
     unapplied: str = ""  # a time phrase of the query, not applied because an argument gave the window
+    # The query's time words named a window no row was created in: they speak of when the memory's content
+    # happened, not when it was written, and every time was searched with them as words (``engine.timed_search``).
+    unused: bool = False
+
+    @property
+    def from_query(self) -> bool:
+        return self.source.startswith('"')
 
     def describe(self) -> str:
         """``2026-11-23 → 2026-11-30 UTC (from "last week")``: the answer's ``time:`` line."""
         start, end = self._shown(self.start), self._shown(self.end)
         span = f"{start} → {end}" if start and end else f"since {start}" if start else f"before {end}"
-        note = f"; {self.unapplied} in the query not applied" if self.unapplied else ""
+        note = f"; {self.unapplied} in the query not applied" if self.unapplied else \
+            "; nothing was written then, so every time was searched, the words as words" if self.unused else ""
         return f"{span} {zone_name(self.zone)} (from {self.source}{note})"
 
     def _shown(self, moment: datetime | None) -> str:

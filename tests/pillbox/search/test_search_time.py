@@ -224,3 +224,26 @@ def test_search_time_corrects_typos_only_for_words_the_memory_lacks(site, alice)
             assert hit_ids(corrected.ok) == [misspelt] and "corrected: nodde → node" in corrected.text
 
     run(scenario())
+
+
+def test_search_time_words_naming_a_time_nothing_was_written_in_search_every_time_as_words(site, alice):
+    """'in March 2023' in a memory written today speaks of when something happened (a date in the text), not of
+    when it was written: the window holds no pill, so every time is searched with the query as typed, and the time
+    line says so. A window that holds pills keeps to them, even when none matches."""
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            bottle = await new_bottle(call, "dated")
+            rx = await open_prescription(call, bottle)
+            billing = await store(call, rx, "Billing move", "We moved the billing service to Stripe in March 2023.")
+            await store(call, rx, "Login", "Sessions live in Redis.")
+            answer = await call("pill_search", query="what did we move in March 2023?")
+            assert hit_ids(answer.ok)[0] == billing, answer.text
+            assert '(from "in March 2023"; nothing was written then, so every time was searched' in answer.text
+            # Today holds pills: the window is kept, and a word none of them has finds nothing.
+            kept = await call("pill_search", query="kubernetes today")
+            assert kept.ok.startswith("No pills found.\ntime: ") and "nothing was written" not in kept.text
+            # since/until are kept as asked, even when they hold nothing.
+            asked = await call("pill_search", query="billing", until="2023-04-01")
+            assert asked.ok == "No pills found.\ntime: before 2023-04-02 UTC (from until)"  # a date: that whole day
+
+    run(scenario())
