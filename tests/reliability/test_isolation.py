@@ -199,7 +199,7 @@ SURFACES = [Surface("mcp-http", _mcp_send, _mcp_refused)]
 def test_isolation_sweep(world, surface, root, settings):
     # Worst case on a shared server: PILLBOX_ROOT is the very directory that holds A's local bottle.
     settings.PILLBOX_ROOT = world.project if root == "alice-project" else None
-    settings.MCP_USER_RATE_LIMIT = (0, 60)  # B's sweep is hundreds of calls in a minute (the limit has tests of its own)
+    settings.MCP_USER_RATE_LIMIT = (0, 60)  # the sweep is hundreds of calls a minute (the limit has tests of its own)
     before = snapshot(world)
     calls = 0
     # A's records by id first, then the calls without ids (some of which give B records named like A's).
