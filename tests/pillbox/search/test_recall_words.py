@@ -148,4 +148,8 @@ def test_recall_search_page_and_rest_api_use_the_same_engine():
     import pillbox.api.search
     import webui.memory_views
 
-    assert pillbox.api.search.search is engine.search and webui.memory_views.search is engine.search
+    import pillbox.tools
+
+    # The REST API and the tools read time words as well (``timed_search``, around ``search``).
+    assert pillbox.api.search.timed_search is engine.timed_search is pillbox.tools.timed_search
+    assert webui.memory_views.search is engine.search
