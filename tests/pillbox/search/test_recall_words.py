@@ -146,9 +146,8 @@ def test_recall_the_vocabulary_cache_is_bounded(alice, monkeypatch):
 
 def test_recall_search_page_and_rest_api_use_the_same_engine():
     import pillbox.api.search
-    import webui.memory_views
-
     import pillbox.tools
+    import webui.memory_views
 
     # The REST API and the tools read time words as well (``timed_search``, around ``search``).
     assert pillbox.api.search.timed_search is engine.timed_search is pillbox.tools.timed_search
