@@ -151,3 +151,17 @@ def _pruned(cursor: CursorWrapper, after: int) -> bool:
     cursor.execute("SELECT MIN(id) FROM pillbox_change")
     first = cursor.fetchone()[0]
     return first is not None and first > after + 1
+
+
+def rows_since(alias: str, at: Position, kind: str) -> tuple[list[int], Position] | None:
+    """The rows of ``kind`` (pill or capsule) whose text or vector changed since ``at``, and the log's new end;
+    None when they cannot be told row by row: the log was pruned past ``at``, or (pills) a prescription changed,
+    which moves every pill of it in or out of a scope."""
+    found = since(alias, at)
+    if found is None:
+        return None
+    entries, end = found
+    if kind == "pill" and any(entry.kind == "prescription" for entry in entries):
+        return None
+    kinds = {kind, f"{kind}_vector"}
+    return sorted({entry.seq for entry in entries if entry.kind in kinds and entry.seq is not None}), end

@@ -204,14 +204,10 @@ def _refresh(target: Target, model_key: str, vectors: Vectors) -> bool:
     marker = change_marker(target.alias)
     if marker is not None and marker == vectors.marker:
         return True  # nothing in the file changed since: the cheap check, before the log's query
-    found = changes.since(target.alias, vectors.at)
+    found = changes.rows_since(target.alias, vectors.at, target.kind)
     if found is None:
         return False
-    entries, at = found
-    if target.kind == "pill" and any(entry.kind == "prescription" for entry in entries):
-        return False
-    kinds = {target.kind, f"{target.kind}_vector"}
-    seqs = sorted({entry.seq for entry in entries if entry.kind in kinds and entry.seq is not None})
+    seqs, at = found
     if seqs:
         if vectors.part is not None:
             vectors.part.drop(seqs)

@@ -162,14 +162,10 @@ def _read(target: Target, model_key: str) -> Moments:
 def _refresh(target: Target, model_key: str, moments: Moments) -> bool:
     """Follows the change log: False when the moments should be read again (the log no longer reaches back to
     them, a prescription changed, or too many rows changed since)."""
-    found = changes.since(target.alias, moments.at)
+    found = changes.rows_since(target.alias, moments.at, target.kind)
     if found is None:
         return False
-    entries, at = found
-    if target.kind == "pill" and any(entry.kind == "prescription" for entry in entries):
-        return False
-    kinds = {target.kind, f"{target.kind}_vector"}
-    seqs = sorted({entry.seq for entry in entries if entry.kind in kinds and entry.seq is not None})
+    seqs, at = found
     moments.changed += len(seqs)
     if moments.changed * STALE_SHARE > moments.count:
         return False
