@@ -16,6 +16,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
+from base.memory import release_memory
+
 _ready = False
 
 
@@ -50,4 +52,5 @@ def ensure_global_db() -> None:
     with file_lock(Path(settings.PILLBOX_HOME) / ".migrate.lock"):
         if pending_migrations():
             call_command("migrate", verbosity=0, interactive=False, stdout=sys.stderr)
+            release_memory(collect=True)  # a migration's states are many MB the server would keep for its life
     _ready = True

@@ -24,6 +24,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from base.bootstrap import file_lock
+from base.memory import release_memory
 from base.private import private_db_file, private_dir
 from pillbox import deadlines
 from pillbox.exceptions import IncompatibleDb
@@ -201,6 +202,7 @@ def open_local(path: Path, *, create: bool = False) -> str:
             applied = applied_migrations(path) or set()
             if known_migrations() - applied:
                 call_command("migrate", "pillbox", database=alias, verbosity=0, interactive=False, stdout=sys.stderr)
+                release_memory(collect=True)
     if snapshot is not None:
         import_local(snapshot, alias)
     _schema_checked.add(alias)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from django.db import connections, transaction
 
-from pillbox.embeddings.embedders import release_memory
+from base.memory import release_memory
 from pillbox.embeddings.loader import embedder, enabled
 from pillbox.embeddings.storage import KINDS, db_id, missing, write
 

@@ -3,7 +3,6 @@ its int8 file made once per data directory) and an OpenAI-compatible endpoint (`
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -118,14 +117,6 @@ def int8_model(source: Path, directory: Path) -> Path:
             partial.unlink(missing_ok=True)
     _check(path, INT8_SHA256, remedy)
     return path
-
-
-def release_memory() -> None:
-    """Hands freed heap back to the system (glibc keeps it otherwise): a model run's activations are large."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 class BundledModel:

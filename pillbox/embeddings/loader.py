@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.memory import release_memory
 from pillbox.embeddings import shared
 from pillbox.embeddings.embedders import (
     BUNDLED_KEY,
@@ -22,7 +23,6 @@ from pillbox.embeddings.embedders import (
     ModelIntegrityError,
     bundled_model_dir,
     cache_dir,
-    release_memory,
 )
 
 if TYPE_CHECKING:

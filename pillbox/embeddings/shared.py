@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.memory import release_memory
 from base.private import private_dir
-from pillbox.embeddings.embedders import BundledModel, ModelIntegrityError, release_memory
+from pillbox.embeddings.embedders import BundledModel, ModelIntegrityError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -132,8 +132,6 @@ def current(alias: str, kind: str, model_key: str, dimensions: int, *, build: bo
     """The index generation the pointer names, mapped (once per generation); None when there is none that can be
     used: missing, unreadable, truncated, of another model or size (a build is scheduled then, with ``build``:
     the caller's scope is a large one)."""
-    from usearch.index import Index
-
     pointer = pointer_of(alias, kind, model_key, dimensions)
     if pointer is None:
         return None
@@ -151,6 +149,8 @@ def current(alias: str, kind: str, model_key: str, dimensions: int, *, build: bo
         file = pointer.parent / str(data["file"])
         if data["model"] != model_key or int(data["dimensions"]) != dimensions or data["kind"] != kind:
             raise ValueError("an index of another model")
+        from usearch.index import Index  # here: a server whose scopes are small never loads the library
+
         index = Index.restore(str(file), view=True)
         if index is None or index.ndim != dimensions or index.size != int(data["rows"]):
             raise ValueError("an index of another size")
