@@ -1,6 +1,7 @@
 """Recall by time: the window of creation times a search keeps to, read from its ``since`` and ``until`` arguments
 or from the English time words of its query ('yesterday', 'last week', 'since Monday', 'in March 2026',
-'before 2026-11-01', 'after the 3rd'), which are then taken out of the words searched.
+'before 2026-11-01', 'after the 3rd', 'this morning', 'last weekend', 'a few days ago'), which are then taken out of
+the words searched.
 
 Days, weeks (Monday first), months and years are the caller's calendar: in the ``time_zone`` the client gives,
 else the server's (Django's ``TIME_ZONE``). A window is half-open: its start is in it, its end is not. A word is
@@ -43,7 +44,11 @@ def _words(names: dict[str, int], *, may: str = "may") -> str:
 MONTH = _words(MONTHS, may="(?-i:May)")  # in a query, never the modal verb
 ANY_MONTH = _words(MONTHS)  # in what was read as a time already
 WEEKDAY = _words(WEEKDAYS)
-NUMBER = r"(?:\d{1,3}|" + "|".join(NUMBERS) + ")"
+# Counts a person gives loosely, as the range of units they can mean: 'a few days ago' is two to five days back,
+# 'the last few days' the five days before now (a window wider than meant loses nothing; a narrower one would).
+VAGUE = {"couple": (2, 3), "few": (2, 5), "several": (3, 7)}
+NUMBER = r"(?:\d{1,3}|(?:a\s+)?(?:couple(?:\s+of)?|few)|several|" + "|".join(NUMBERS) + ")"
+PART_OF_DAY = {"morning": (0, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30)}
 UNIT = r"(?:hour|day|week|month|year)s?"
 ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
 YEAR = r"(?:19[7-9]\d|2[01]\d\d)"
@@ -55,8 +60,11 @@ ISO_DAY = r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d
 def _points(month: str) -> tuple[list[str], list[str]]:
     free = [
         r"(?:the\s+)?day\s+before\s+yesterday",
-        r"(?<!\bthe\s)(?:today|yesterday)",  # not 'the today widget'
-        r"(?:this|last|previous)\s+(?:week|month|year)",
+        # A part of a day: 'this morning', 'yesterday afternoon', 'last night', 'tonight'.
+        r"(?:this|yesterday|today)\s+(?:morning|afternoon|evening)|(?:last|yesterday)\s+night|tonight",
+        r"(?<!\bthe\s)(?:earlier\s+)?(?:today|yesterday)",  # not 'the today widget'
+        r"(?:earlier\s+)?(?:this|last|previous)\s+(?:week|month|year)(?!\s+of\b)",  # not 'the last week of May'
+        r"(?:this|last|past|previous)\s+weekend|(?:over|during|on|at)\s+the\s+weekend",
         rf"{NUMBER}\s+{UNIT}\s+ago", rf"(?:last|this)\s+{WEEKDAY}", rf"{month}\s+{ORDINAL},?\s+{YEAR}",
         rf"{ORDINAL}\s+(?:of\s+)?{month},?\s+{YEAR}", rf"{month},?\s+{YEAR}",
     ]
@@ -72,14 +80,16 @@ ANY_POINT = "(?:" + "|".join(_points(ANY_MONTH)[1]) + ")"  # an argument is a ti
 BEGIN = r"(?<![\w\-./'’])"
 END = r"(?![\w\-/]|['’]s\b|\.\w)"
 BEFORE, AFTER, SINCE, UNTIL, ON = "before", "after", "since", "until", "on"
-PREPOSITIONS = {"since": SINCE, "from": SINCE, "after": AFTER, "before": BEFORE, "until": UNTIL, "till": UNTIL,
+# 'from' alone is where a thing comes from ('the notes from last week'); 'from ... to ...' is read apart.
+PREPOSITIONS = {"since": SINCE, "from": ON, "after": AFTER, "before": BEFORE, "until": UNTIL, "till": UNTIL,
                 "up to": UNTIL, "through": UNTIL, "on": ON, "in": ON, "during": ON}
 PHRASE = re.compile(
     BEGIN + "(?:"
     rf"between\s+(?P<between>{POINT})\s+and\s+(?P<and>{POINT})"
     rf"|from\s+(?P<from>{POINT})\s+(?:to|until|till|through)\s+(?P<to>{POINT})"
     rf"|(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?(?:last|past)\s+(?P<count>{NUMBER})\s+(?P<unit>{UNIT})"
-    rf"|(?:(?:in|over|during|within|for)\s+)?the\s+past\s+(?P<one>hour|day|week|month|year)"
+    # 'the past week', 'in the last month' (not 'the last week of March'): that long back from now.
+    rf"|(?:(?:in|over|during|within|for)\s+)?the\s+(?:past|last)\s+(?P<one>hour|day|week|month|year)(?!\s+of\b)"
     rf"|(?P<prep>since|from|after|before|until|till|up\s+to|through|on|in|during)\s+(?P<point>{POINT})"
     rf"|(?P<free>{FREE_POINT})"
     ")" + END,
@@ -216,7 +226,7 @@ def _phrase(match: re.Match[str], *, now: datetime, zone: tzinfo) -> tuple[datet
         last = _point(groups["and"] or groups["to"], now=now, zone=zone)
         return (first[0], last[1]) if first and last else None
     if groups["count"] or groups["one"]:
-        count = _count(groups["count"]) if groups["count"] else 1
+        count = _count(groups["count"])[1] if groups["count"] else 1
         return _back(now, count, UNITS[(groups["unit"] or groups["one"]).lower().rstrip("s")]), None
     point = _point(groups["point"] or groups["free"], now=now, zone=zone)
     if point is None:
@@ -236,9 +246,19 @@ def _point(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetim
 
     if re.fullmatch(ISO_DAY, text.strip()):
         return _iso(text.strip(), zone)
+    words = words.removeprefix("earlier ")
     if words in ("today", "yesterday") or words.endswith("before yesterday"):
         back = {"today": 0, "yesterday": 1}.get(words, 2)
         return days(today - timedelta(back), today - timedelta(back - 1))
+    if m := re.fullmatch(r"(this|today|yesterday|last) (morning|afternoon|evening|night)|(tonight)", words):
+        base = today - timedelta(1 if m.group(1) in ("yesterday", "last") else 0)
+        hours = PART_OF_DAY[m.group(2) or "night"]
+        return _midnight(base, zone) + timedelta(hours=hours[0]), _midnight(base, zone) + timedelta(hours=hours[1])
+    if m := re.fullmatch(r"(this|last|past|previous|over the|during the|on the|at the) weekend", words):
+        saturday = _unit_start(today, "week") + timedelta(5)  # this week's
+        if m.group(1) in ("last", "previous") or (m.group(1) != "this" and today < saturday):
+            saturday -= timedelta(7)
+        return days(saturday, saturday + timedelta(2))
     if m := re.fullmatch(r"(this|last|previous) (week|month|year)", words):
         first = _unit_start(today, m.group(2))
         if m.group(1) != "this":
@@ -248,8 +268,10 @@ def _point(text: str, *, now: datetime, zone: tzinfo) -> tuple[datetime, datetim
         unit = m.group(2).rstrip("s")
         if unit == "hour":
             return None
-        first = _unit_start(_back(now, _count(m.group(1)), unit).astimezone(zone).date(), unit)
-        return days(first, _unit_next(first, unit))
+        fewest, most = _count(m.group(1))
+        first = _unit_start(_back(now, most, unit).astimezone(zone).date(), unit)
+        last = _unit_start(_back(now, fewest, unit).astimezone(zone).date(), unit)
+        return days(first, _unit_next(last, unit))
     if m := re.fullmatch(rf"(?:(last|this) )?({WEEKDAY})", words):
         weekday = WEEKDAYS[m.group(2)]
         if m.group(1) == "this":
@@ -317,8 +339,13 @@ def _latest_day(today: date, number: int) -> date | None:
     return None
 
 
-def _count(text: str) -> int:
-    return NUMBERS[text.lower()] if text.lower() in NUMBERS else int(text)
+def _count(text: str) -> tuple[int, int]:
+    """The fewest and the most units a count can mean (one number, or a loose count's range)."""
+    word = text.lower().split()[-1]
+    if word == "of" or word in VAGUE:
+        return VAGUE[text.lower().split()[-2] if word == "of" else word]
+    number = NUMBERS[word] if word in NUMBERS else int(word)
+    return number, number
 
 
 def _midnight(day: date, zone: tzinfo) -> datetime:

@@ -53,6 +53,16 @@ def day(text: str, zone: str = "UTC") -> datetime:
     ("from March 3 to the 10th of April", "2026-03-03", "2026-04-11", None),
     ("in 2025", "2025-01-01", "2026-01-01", None),
     ("since March before the 3rd", "2026-03-01", "2026-11-03", None),  # two phrases: both apply
+    ("deploy notes from last weekend", "2026-11-28", "2026-11-30", "deploy notes"),  # 'from' alone: that time
+    ("over the weekend", "2026-11-28", "2026-11-30", None),  # the latest begun: today is a Wednesday
+    ("this weekend", "2026-12-05", "2026-12-07", None),
+    ("errors earlier today", "2026-12-02", "2026-12-03", "errors"),
+    ("earlier this week", "2026-11-30", "2026-12-07", None),
+    ("a couple of days ago", "2026-11-29", "2026-12-01", None),  # two or three days back
+    ("a few days ago", "2026-11-27", "2026-12-01", None),  # two to five days back
+    ("this morning", "2026-12-02", "2026-12-02T12:00", None),
+    ("yesterday afternoon", "2026-12-01T12:00", "2026-12-01T18:00", None),
+    ("last night", "2026-12-01T18:00", "2026-12-02T06:00", None),
 ])
 def test_when_reads_a_phrase_and_takes_it_out_of_the_words(query, start, end, left):
     wanted = recall(query, now=NOW)
@@ -66,6 +76,10 @@ def test_when_reads_a_phrase_and_takes_it_out_of_the_words(query, start, end, le
     ("the past week", NOW - timedelta(days=7)),
     ("over the past 24 hours", NOW - timedelta(hours=24)),
     ("last 2 months", datetime(2026, 10, 2, 15, 30, tzinfo=UTC)),
+    ("in the last week", NOW - timedelta(days=7)),  # not the calendar's last week
+    ("over the last month", datetime(2026, 11, 2, 15, 30, tzinfo=UTC)),
+    ("in the last few days", NOW - timedelta(days=5)),  # a loose count: its most
+    ("over the past couple of weeks", NOW - timedelta(weeks=3)),
 ])
 def test_when_reads_a_span_back_from_now(query, since):
     wanted = recall(query, now=NOW)
@@ -75,7 +89,8 @@ def test_when_reads_a_span_back_from_now(query, since):
 @pytest.mark.parametrize("query", [
     "today's build", "march the soldiers", "it may fail in may", "we may retry", "black friday sale",
     "monday.com integration", "port 2026", "yesterday-view component", "docs/last-week.md", "may 2026",
-    "the today widget's state", "port in 2048",
+    "the today widget's state", "port in 2048", "the last week of March", "few things", "several bugs",
+    "a few tests", "the night shift", "this morning's fix",
 ])
 def test_when_leaves_words_that_are_not_a_time(query):
     wanted = recall(query, now=NOW)

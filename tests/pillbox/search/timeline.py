@@ -78,6 +78,11 @@ def cases(now: datetime) -> list[tuple[dict[str, Any], datetime | None, datetime
         ({"query": f"between {today - timedelta(60)} and {day30}"}, midnight(today - timedelta(60)),
          midnight(day30 + timedelta(1)), "time: "),
         ({"query": "in the last 10 days"}, now - timedelta(days=10), None, "time: since "),
+        ({"query": "in the last week"}, now - timedelta(days=7), None, "time: since "),  # not the calendar's
+        # Loose counts at their widest (two to five days back), a weekend, where a thing comes from.
+        ({"query": "a few days ago"}, midnight(today - timedelta(5)), midnight(today - timedelta(1)),
+         f'time: {today - timedelta(5)} → {today - timedelta(1)} UTC (from "a few days ago")'),
+        ({"query": "deploy notes from last weekend"}, midnight(week - timedelta(2)), midnight(week), "time: "),
         # Words and a phrase, a typo and a phrase: the words' pass (strict, then widened) keeps to the window.
         ({"query": "deploy notes last week"}, midnight(week - timedelta(7)), midnight(week), "time: "),
         ({"query": "deplyo last month", "limit": 100}, midnight(months_back(month, 1)), midnight(month), "time: "),
