@@ -26,8 +26,9 @@ from pillbox.access import Reach, reach_for
 from pillbox.exceptions import AmbiguousId, NotFound, PillboxError, ValidationFailed
 from pillbox.global_db import GLOBAL
 from pillbox.models import Capsule, Pill
-from pillbox.search.engine import search
+from pillbox.search.engine import timed_search
 from pillbox.search.targets import Target
+from pillbox.search.when import Window, recall
 from pillbox.texts import author
 from webui.forms import MemoryForm, RepairForm
 
@@ -324,26 +325,42 @@ def capsule_action(request: PersonRequest, capsule_id: str, verb: str) -> HttpRe
 
 @login_required
 def search_page(request: PersonRequest) -> HttpResponse:
+    """Pills and capsules by words and meaning, as an agent's search finds them; time words in the query ('last
+    week', 'in March') and the Since/Until fields keep to the rows created then, in the server's time zone."""
     reach = _reach(request)
     query = (request.GET.get("q") or "").strip()[:1000]
     compound = (request.GET.get("compound") or "").strip()[:64] or None
+    since = (request.GET.get("since") or "").strip()[:64] or None
+    until = (request.GET.get("until") or "").strip()[:64] or None
     scope = request.GET.get("in") if request.GET.get("in") in ("pills", "capsules") else "all"
     fuzzy = request.GET.get("fuzzy") == "on"
     pills = capsules_found = None
-    if query or compound:
+    window: Window | None = None
+    try:
+        wanted = recall(query or None, since=since, until=until)
+    except ValidationFailed as exc:
+        messages.error(request, exc.message)
+        wanted = None
+    if wanted is not None and (query or compound or wanted.window):
         if scope in ("all", "pills"):
             targets = [
-                Target(alias=alias, kind="pill", bottles=frozenset(bottles))
+                Target(alias=alias, kind="pill", bottles=frozenset(bottles), window=wanted.window)
                 for alias, bottles in selectors.narrowed_dbs(reach, None).items()
             ]
-            pills = search(targets, query=query or None, compound=compound, limit=SEARCH_LIMIT, fuzzy=fuzzy)
+            pills, window = timed_search(targets, wanted, query or None, compound=compound, limit=SEARCH_LIMIT,
+                                         fuzzy=fuzzy)
         if scope in ("all", "capsules"):
-            target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk)
-            capsules_found = search([target], query=query or None, compound=compound, limit=SEARCH_LIMIT, fuzzy=fuzzy)
+            target = Target(alias=GLOBAL, kind="capsule", owner_id=reach.user.pk, window=wanted.window)
+            capsules_found, capsule_window = timed_search([target], wanted, query or None, compound=compound,
+                                                          limit=SEARCH_LIMIT, fuzzy=fuzzy)
+            window = window if scope == "all" and window is not None else capsule_window
     names = selectors.bottle_names(reach)
     context = {
         "query": query,
         "compound": compound or "",
+        "since": since or "",
+        "until": until or "",
+        "window": window.describe() if window is not None else "",
         "scope": scope,
         "fuzzy": fuzzy,
         "pills": pills,

@@ -336,6 +336,12 @@ def test_search_with_a_typo_shows_the_fuzzy_indicator(page, live_server, alice, 
     assert page.locator("h2 .badge.match").first.inner_text() == "all words"
     # How sure the first result is: every word matched (medium by words alone, high when meaning agrees).
     assert page.locator("h2 .badge.confidence").first.inner_text() in ("confidence: medium", "confidence: high")
+    # A time: the Since field keeps to the rows written then, and the page says which window it searched.
+    page.fill("#since", "yesterday")
+    page.get_by_role("button", name="Search", exact=True).last.click()
+    page.wait_for_url(re.compile(r"since=yesterday"))
+    assert page.locator(".time-line").inner_text().startswith("time: since ")
+    assert "Payments go through Stripe webhooks" in page.locator(".results.pills").inner_text()
 
 
 @pytest.mark.parametrize(("path", "server"), [("/mcp", "Todos"), ("/pillbox/mcp", "Pillbox")])

@@ -188,6 +188,26 @@ def test_search_finds_pills_and_capsules_and_flags_typos(alice, alice_memory):
     assert "Flags are kebab-case" in html and "toolbox" in html  # a local bottle's pill, named by its bottle
 
 
+def test_search_keeps_to_the_time_its_words_or_fields_name(alice, alice_memory):
+    old = timezone.now() - timedelta(days=40)
+    Pill.objects.filter(pk=alice_memory.pill).update(created_at=old)
+    client = logged_in(alice)
+    html = client.get("/pillbox/search", {"q": "stripe webhooks last week"}).content.decode()
+    # Nothing was written last week: the words are searched over every time, and the time line says so.
+    assert "Payments go through Stripe webhooks" in html and "nothing was written then" in html
+    html = client.get("/pillbox/search", {"q": "cart totals this week"}).content.decode()
+    assert "Cart totals drift by a cent" in html and '(from &quot;this week&quot;)' in html
+    html = client.get("/pillbox/search", {"q": "webhooks", "since": "7d"}).content.decode()
+    assert "Payments go through Stripe webhooks" not in html and "time: since " in html and "(from since)" in html
+    html = client.get("/pillbox/search", {"q": "webhooks", "until": (old + timedelta(days=1)).date().isoformat()})
+    assert "Payments go through Stripe webhooks" in html.content.decode()
+    # A time alone lists what was written then; a time that cannot be read is said, and nothing is searched.
+    html = client.get("/pillbox/search", {"q": "today", "in": "pills"}).content.decode()
+    assert "Cart totals drift by a cent" in html and "Payments go through Stripe webhooks" not in html
+    html = client.get("/pillbox/search", {"q": "webhooks", "since": "soonish"}).content.decode()
+    assert "since cannot be read as a time" in html and "Payments go through Stripe webhooks" not in html
+
+
 def test_pills_chart_spans_recent_days():
     today = date(2026, 6, 30)
     chart = pills_chart([(today - timedelta(days=3), 2), (today, 4)], today=today)
