@@ -1,4 +1,4 @@
-"""The REST API's plumbing and URLs: who is calling, how errors read, the OpenAPI schema and its docs pages.
+"""The REST API's plumbing: who is calling, how errors read, the OpenAPI schema's hooks, the API's 404.
 
 The API is another interface over the same core as MCP: the same credentials (an API key as
 ``Authorization: Bearer pbx_…`` or ``?uid=&key=``, an OAuth token where it was issued for the URL), plus the
@@ -6,8 +6,9 @@ web pages' session, for which DRF checks the CSRF token on every write. Errors a
 the MCP errors: ``{"error": <code>, "message": <sentence>, "details": {<field>: <text>}}``.
 
 Each app's views (``todos.api``, ``pillbox.api``) translate their own domain errors into ``ApiError``; this
-module knows nothing about either app. Their URLs are included by name, so importing this module (as DRF does
-for the exception handler) never imports their views.
+module knows nothing about either app. Their URLs are mounted by ``api.urls`` (Django's ``include`` imports a
+module at once), so importing this module (as DRF does for the exception handler, as every endpoint does) never
+imports their views.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.urls import Resolver404, include, path, re_path, resolve
+from django.urls import Resolver404, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema_field
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions, serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -351,12 +351,3 @@ def not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:
             message = f"There is no API endpoint at {request.path}; the API's URLs end with a slash: {request.path}/"
     return JsonResponse(error_body("not_found", message), status=status.HTTP_404_NOT_FOUND)
 
-
-urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # The split view serves Swagger UI's init script as a file (no inline script: the CSP allows none).
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
-    path("todos/", include("todos.api.urls")),
-    path("pillbox/", include("pillbox.api.urls")),
-    re_path(r"^(?P<unmatched>.*)$", not_found),
-]

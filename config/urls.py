@@ -40,7 +40,7 @@ urlpatterns = [
     # OAuth 2.1 for remote MCP clients: /.well-known/… and /o/… (namespace "oauth2_provider", which DOT reverses).
     path("", include((oauth_urlpatterns, "oauth2_provider"), namespace="oauth2_provider")),
     *account_urlpatterns,
-    path("api/", include("api.base")),
+    path("api/", include("api.urls")),
     path("admin/", admin.site.urls),
     path("", include("webui.urls")),
 ]

@@ -220,9 +220,9 @@ def search(targets: list[Target], *, query: str | None, compound: str | None, li
     results = []
     total = 0
     for target, (expansions, candidates, lexical_total, rows) in zip(targets, passes, strict=True):
-        total += lexical_total + sum(1 for c in candidates if not c.coverage)
         results.append(rank(target, candidates, rows, Coverage(terms, expansions), len(terms), limit,
                              meaning=meaning, boosted=current, budget=budget))
+        total += lexical_total + sum(1 for c in candidates if not c.coverage)  # after rank: it reads their words
     hits = merge([r.hits for r in results], limit, by_score=True)
     shown = cliff(hits, CLIFF_LOOKUP if lookup else CLIFF_OTHER) if cut else len(hits)
     more, hits = len(hits) - shown, hits[:shown]

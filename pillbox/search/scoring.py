@@ -68,6 +68,10 @@ def rank(target: Target, candidates: list[Candidate], rows: dict[int, tuple[Any,
         row = rows.get(candidate.seq)
         if row is None:
             continue
+        if not candidate.coverage:
+            # Found by meaning, but past the words' candidates (the best by bm25): the words it holds are matched
+            # still, so it ranks by them as the words' pass would, and is counted once.
+            candidate.coverage, candidate.expanded = coverage.of(f"{row[3]}\n{row[4]}\n{row[2]}")
         score = _fused(candidate, terms, meaning=meaning)
         if row[5] not in bottles:
             bottles[row[5]] = as_uuid(row[5]) if row[5] else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import pillbox.search.lexical
 import pillbox.search.meaning
 from pillbox.embeddings import backfill, loader
 from pillbox.global_db import GLOBAL
@@ -220,5 +221,24 @@ def test_recall_a_fresh_stdio_server_stores_and_searches_by_words_while_the_mode
                 if "used_semantic: true" in meant.text:
                     break
             assert hit_ids(meant.ok)[0] == target and "used_semantic: true" in meant.text
+
+    run(scenario())
+
+
+def test_recall_a_row_found_by_meaning_that_holds_the_words_is_counted_once(site, alice, meaning, monkeypatch):
+    """A row past the words' candidates (the best by bm25) that meaning brings back matches the words all the same:
+    it ranks by them and is counted once, so the count does not depend on how many rows the words' pass ranked."""
+    backups = [(f"Backups note {at}", f"Backups of the {name} database are restored with pg_restore first.")
+               for at, name in enumerate(("orders", "billing", "users", "audit", "catalog", "search"))]
+
+    async def scenario() -> None:
+        async with http_session(site, alice.key) as call:
+            await stocked(call, "ops", backups)
+            answers = {}
+            for candidates in (100, 1):
+                monkeypatch.setattr(pillbox.search.lexical, "CANDIDATES", candidates)
+                answers[candidates] = await call("pill_search", query="restoring database backups", limit=1)
+            assert all(answer.ok.startswith("Found 6 pills") for answer in answers.values()), answers
+            assert "used_semantic" not in answers[1].text and "match: all words" in answers[1].text, answers[1].text
 
     run(scenario())

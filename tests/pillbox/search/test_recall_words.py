@@ -149,6 +149,6 @@ def test_recall_search_page_and_rest_api_use_the_same_engine():
     import pillbox.tools
     import webui.memory_views
 
-    # The REST API and the tools read time words as well (``timed_search``, around ``search``).
+    # The REST API, the tools and the search page read time words as well (``timed_search``, around ``search``).
     assert pillbox.api.search.timed_search is engine.timed_search is pillbox.tools.timed_search
-    assert webui.memory_views.search is engine.search
+    assert webui.memory_views.timed_search is engine.timed_search
