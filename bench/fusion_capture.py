@@ -30,6 +30,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.current: dict[str, Any] = {}
+        self.joined: list[Any] = []
 
     def install(self) -> None:
         import numpy as np
@@ -52,7 +53,9 @@ class Recorder:
                 spread={"max": float(top[0]), "second": float(top[1]) if len(top) > 1 else 0.0,
                         "p90": float(np.quantile(similarity, 0.9)), "mean": float(similarity.mean()),
                         "std": float(similarity.std()), "tenth": float(top[min(9, len(top) - 1)])})
-            return [c for c in found if c.similarity >= floor], spread
+            kept = [c for c in found if c.similarity >= floor]
+            self.joined = kept  # the engine's ranking fills in the words these rows hold (scoring.rank)
+            return kept, spread
 
         def recording_meaningful(terms):  # type: ignore[no-untyped-def]
             kept = original_meaningful(terms)[:engine.MAX_TERMS]
@@ -68,9 +71,12 @@ class Recorder:
         embeddings(False)
         words_text = project.search({"query": query, "limit": 20})
         self.current = {"lexical": [], "meaning": [], "spread": {}, "terms": 0, "worded": False}
+        self.joined = []
         embeddings(True)
         text = project.search({"query": query, "limit": 20})
-        return {**self.current, "text": text, "words_text": words_text}
+        # Rows found by meaning past the words' candidates still hold some of the words: their coverage.
+        held = {c.seq: c.coverage for c in self.joined if c.coverage}
+        return {**self.current, "meaning_words": held, "text": text, "words_text": words_text}
 
 
 def seq_ids(project: Any) -> dict[int, str]:

@@ -54,7 +54,8 @@ def tool_order(record: dict[str, Any]) -> tuple[list[int], str]:
     floor = (0.30 - engine.BESIDE_WORDS_MARGIN if record["lexical"]
              else 0.30 - engine.ALONE_MARGIN if record["worded"] else 2.0)
     pool = {seq: (c, b, s) for seq, c, b, s in record["lexical"]}
-    pool.update({seq: (0.0, 0.0, s) for seq, s in record["meaning"] if seq not in pool and s >= floor})
+    held = record.get("meaning_words", {})  # what the words match in a row meaning brought (scoring.rank)
+    pool.update({seq: (held.get(seq, 0.0), 0.0, s) for seq, s in record["meaning"] if seq not in pool and s >= floor})
 
     def score(item: tuple[int, tuple[float, float, float]]) -> float:
         c, b, s = item[1]
