@@ -5,6 +5,7 @@ search caches drop a row that was superseded and take it back when it no longer 
 
 from __future__ import annotations
 
+import re
 from importlib import import_module
 from typing import Any
 
@@ -60,10 +61,31 @@ def forwards(apps: Any, schema_editor: Any) -> None:
 
 
 def backwards(apps: Any, schema_editor: Any) -> None:
-    with schema_editor.connection.cursor() as cursor:
-        for statement in _row_triggers(schema_editor.connection, log.WATCHED):
-            cursor.execute(statement)
+    connection = schema_editor.connection
+    # SQLite drops a foreign key column by making the table again under a new name: a trigger naming the table
+    # (the full-text index's, the change log's, the vectors' log) would stop that rename, or go with the old table.
+    # They are dropped first and made again on the new table.
+    kept = _triggers_naming_the_tables(connection) if connection.vendor == "sqlite" else {}
+    with connection.cursor() as cursor:
+        for name in kept:
+            cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
     _columns(apps, schema_editor, add=False)
+    changed = {statement.split()[5] for statement in sqlite_statements(set(connection.introspection.table_names()))}
+    with connection.cursor() as cursor:
+        for name, sql in kept.items():
+            if name not in changed:  # those are made below, as 0011 made them
+                cursor.execute(sql)
+        for statement in _row_triggers(connection, log.WATCHED):
+            cursor.execute(statement)
+
+
+def _triggers_naming_the_tables(connection: Any) -> dict[str, str]:
+    """Name -> SQL of every trigger on the pill or capsule table, or whose body names one of them."""
+    naming = re.compile(r"\bpillbox_(?:pill|capsule)\b")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+        return {name: sql for name, table, sql in cursor.fetchall()
+                if table in ("pillbox_pill", "pillbox_capsule") or naming.search(sql)}
 
 
 def _field(model: str) -> migrations.AddField:

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 
 from tests.clients import run, stdio_client, text_of
+from tests.pillbox.scenario import local_bottles_over_http_fixture  # noqa: F401 (a fixture)
 
 
 def _bottle(home, project, name="proj"):
@@ -116,3 +117,42 @@ def test_an_older_database_is_migrated_forward_without_losing_data(tmp_path):
         names = {row[0] for row in conn.execute("SELECT name FROM django_migrations WHERE app = 'pillbox'")}
         assert "0002_fulltext" in names
         assert conn.execute("SELECT COUNT(*) FROM pillbox_bottle").fetchone()[0] == 1
+
+
+def _triggers(db) -> dict[str, str]:
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name"))
+
+
+def test_a_project_file_migrated_back_before_superseding_keeps_its_triggers(tmp_path, local_bottles_over_http):
+    """SQLite drops the superseded_by column by making the table again: the triggers naming it (full-text index,
+    change log, vectors' log) are made again on the new table, so the way back and forth loses no search."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    from pillbox.databases import forget_local_aliases, open_local
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    bottle = re.search(r"^id: (\w+)", _bottle(home, project), re.M)[1]
+    db = project / ".pillbox" / "pillbox.db"
+    author = {"author_name": "A", "author_email": "a@example.com"}
+    failed, text = _call(home, project, "prescription_open", {"bottle_id": bottle, "title": "Session", **author})
+    assert not failed, text
+    note = {"prescription_id": re.search(r"^id: (\w+)", text, re.M)[1], "compound": "decision", **author}
+    assert not _call(home, project, "pill_store", {**note, "title": "Nightly dumps", "content": "pg_dump at 2am."})[0]
+    before = _triggers(db)
+    alias = open_local(db)
+    try:
+        call_command("migrate", "pillbox", "0011_change_log", database=alias, verbosity=0)
+        back = _triggers(db)
+        assert set(back) == set(before) and not any("superseded_by" in sql for sql in back.values())
+    finally:
+        connections[alias].close()
+        forget_local_aliases()
+    # A server of this version takes the file forward again; what is stored then is searched by its words.
+    assert not _call(home, project, "pill_store", {**note, "title": "Weekly restores", "content": "Tested."})[0]
+    assert _triggers(db) == before
+    for query, title in (("nightly dumps", "Nightly dumps"), ("weekly restores", "Weekly restores")):
+        failed, text = _call(home, project, "pill_search", {"query": query})
+        assert not failed and text.startswith("Found 1 pill") and title in text, text
