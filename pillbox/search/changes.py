@@ -127,13 +127,13 @@ def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
                 return None  # the copy held rows that never were
             if status == "committed":
                 writer = None
-        cursor.execute(HORIZON)
-        horizon = int(cursor.fetchone()[0])
         cursor.execute("SELECT id FROM pillbox_change WHERE xact >= %s::text::xid8", [str(at.horizon)])
         ids = {int(row[0]) for row in cursor.fetchall()}
         fresh = sorted(ids - at.applied)
         if not fresh:
             return [], replace(at, writer=writer)
+        cursor.execute(HORIZON)
+        horizon = int(cursor.fetchone()[0])
         if len(fresh) > MOST_CHANGES or _pruned(cursor, at.after):
             return None
         cursor.execute("SELECT id, kind, seq, scope, words FROM pillbox_change WHERE id = ANY(%s) ORDER BY id",
@@ -144,6 +144,26 @@ def since(alias: str, at: Position) -> tuple[list[Change], Position] | None:
         # starts from the oldest of them, and skips what it already applied.
         applied = frozenset(int(row[0]) for row in cursor.fetchall())
         return changes, Position(after=max(at.after, fresh[-1]), horizon=horizon, applied=applied, writer=writer)
+
+
+def unchanged(alias: str, at: Position) -> Position | None:
+    """``at`` (brought up to date) when nothing was written since it, in one statement and outside any
+    transaction; None when something may have been: ask ``since`` then, in the ``snapshot`` its reads need.
+
+    What a cache asks before every use: on PostgreSQL, the snapshot a read of the changes needs costs three
+    statements of its own (begin, isolation, commit), for the common answer that nothing changed."""
+    if at.horizon is None:  # SQLite: its statements cost no round trip
+        found = since(alias, at)
+        return found[1] if found is not None and not found[0] else None
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT ARRAY(SELECT id FROM pillbox_change WHERE xact >= %s::text::xid8), "
+                       "CASE WHEN %s::text IS NULL THEN NULL ELSE pg_xact_status(%s::text::xid8) END",
+                       [str(at.horizon), None if at.writer is None else str(at.writer),
+                        None if at.writer is None else str(at.writer)])
+        ids, status = cursor.fetchone()
+    if status == "aborted" or set(ids) - at.applied:
+        return None
+    return replace(at, writer=None if status == "committed" else at.writer)
 
 
 def _pruned(cursor: CursorWrapper, after: int) -> bool:

@@ -44,9 +44,10 @@ class Vocabulary:
     at: changes.Position | None = None  # where in the change log this copy is
     marker: tuple[object, ...] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # PostgreSQL: the scope's rows and their mean length in words (bm25's statistics, read at every search).
+    # PostgreSQL: the scope's rows and their mean length in words (bm25's statistics), as of the log's ``stats_at``.
     rows: int = 0
     mean_length: float = 0.0
+    stats_at: changes.Position | None = None
 
     @classmethod
     def of(cls, counts: dict[str, int], *, exact: bool = False) -> Vocabulary:
@@ -172,6 +173,10 @@ def _refresh(words: Vocabulary, alias: str, kind: str,
     with words.lock:
         if marker is not None and marker == words.marker:
             return True
+        quiet = changes.unchanged(alias, words.at) if words.at is not None else None
+        if quiet is not None:
+            words.at, words.marker = quiet, marker
+            return True
         # The log and the rows in one snapshot: a row written between the two would be counted as it is now and
         # then taken out as it was (the next entry's text).
         with changes.snapshot(alias):
@@ -230,13 +235,15 @@ def _scoped_vocabulary(target: Target) -> Vocabulary:
 
 
 def _with_statistics(target: Target, body: str, params: list[SqlParam], words: Vocabulary) -> Vocabulary:
-    """On PostgreSQL, the scope's rows and their mean length, which the ranking needs (``lexical.PgStats``):
-    read at every search, as the rows' text is (bm25 there reads the scope's rows)."""
-    if target.on_postgres:
+    """On PostgreSQL, the scope's rows and their mean length, which the ranking needs (``lexical.PgStats``): read
+    again when the change log moved since they were (a row written, revised, superseded, discarded; a prescription
+    closed or gone), else kept with the vocabulary, which has just asked the log."""
+    if target.on_postgres and (words.stats_at is None or words.stats_at != words.at):
+        at = words.at
         with connections[target.alias].cursor() as cursor:
             cursor.execute(f"SELECT COUNT(*), COALESCE(AVG(m.search_length), 0) {body}", params)
             rows, mean = cursor.fetchone()
-        words.rows, words.mean_length = int(rows), float(mean)
+        words.rows, words.mean_length, words.stats_at = int(rows), float(mean), at
     return words
 
 

@@ -162,9 +162,12 @@ def test_the_vocabulary_follows_writes_and_ends_as_a_fresh_read_would(alice, bob
         assert kept is before  # kept in step, not read again
         assert "wombats" in kept.words and "wallabies" not in kept.words and "echidnas" not in kept.words
         assert "numbats" not in kept.words
+        statistics = (kept.rows, kept.mean_length)  # PostgreSQL's bm25 statistics, kept while the log is still
+        assert vocabulary.vocabulary(target) is kept and (kept.rows, kept.mean_length) == statistics
         vocabulary._vocabularies.clear()
         fresh = vocabulary.vocabulary(target)
-        assert (kept.words, kept.counts) == (fresh.words, fresh.counts)
+        assert (kept.words, kept.counts, kept.rows, kept.mean_length) == \
+            (fresh.words, fresh.counts, fresh.rows, fresh.mean_length)
 
 
 def test_a_typo_is_corrected_to_a_word_stored_after_the_vocabulary_was_read(alice):
@@ -310,6 +313,26 @@ def test_outside_a_transaction_a_write_then_a_search_reads_only_that_row(transac
     found: list[int] = []
     assert read_since(lambda: found.extend(memory.found(PARAPHRASE_QUERY))) == 1
     assert found[0] == target.seq
+
+
+def test_a_search_after_nothing_was_written_asks_the_log_once_and_opens_no_transaction(transactional_db, alice):
+    """Before each use a cache asks the log what changed; when nothing did, that is one statement (none on SQLite,
+    whose file says it was not written), and no read transaction is opened for it."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    memory = Memory(alice, "ops")
+    for title, content in OTHERS:
+        memory.store(title, content)
+    assert memory.found("pg_dump archive") == memory.found("pg_dump archive")  # the caches read, then kept
+    with CaptureQueriesContext(connections[GLOBAL]) as asked:
+        memory.found("pg_dump archive")
+    statements = [query["sql"] for query in asked.captured_queries]
+    assert sum("pillbox_change" in sql for sql in statements) <= 1, statements
+    assert not any(sql.startswith(("BEGIN", "SET TRANSACTION")) for sql in statements), statements
+    assert sum("AVG(m.search_length)" in sql for sql in statements) == 0, statements  # bm25's statistics kept
+    stored = memory.store("Archive rotation", "The pg_dump archive is rotated weekly.")
+    assert stored.seq in memory.found("pg_dump archive")  # a write is seen at once
 
 
 @pytest.mark.django_db(transaction=True)
