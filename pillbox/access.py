@@ -128,7 +128,9 @@ def reach_for(caller: Caller) -> Reach:
         import_home(caller.user)
     local = find_local_db(caller.workdir)
     current, unreadable, foreign, owned = GLOBAL, None, None, None
-    ledger = Ledger(caller.user)
+    # The user's records of their files, read as the registry is (kept until the global database changes).
+    ledger = Ledger(caller.user, _read(OwnedFile, GLOBAL, caller.user.pk,
+                                       lambda: OwnedFile.objects.using(GLOBAL).filter(user=caller.user)))
     if local is not None:
         try:
             owned = ledger.owned(local)
@@ -165,7 +167,7 @@ def reach_for(caller: Caller) -> Reach:
 # key until the database changes (``change_marker``: SQLite only). Each call gets model instances of its own.
 _rows: BoundedLru[tuple[str, str, object], tuple[object, list[tuple[Any, ...]]]] = BoundedLru(
     max_items=4096, max_bytes=32 * 1024 * 1024)
-Row = TypeVar("Row", Registration, Bottle)
+Row = TypeVar("Row", Registration, Bottle, OwnedFile)
 
 
 def _read(model: type[Row], alias: str, key: object, query: Callable[[], models.QuerySet[Row]]) -> list[Row]:

@@ -75,9 +75,9 @@ def file_token(path: Path) -> str | None:
 class Ledger:
     """One user's records of the files that are theirs, read once per call."""
 
-    def __init__(self, user: User) -> None:
+    def __init__(self, user: User, records: list[OwnedFile] | None = None) -> None:
         self.user = user
-        self.records = list(OwnedFile.objects.using(GLOBAL).filter(user=user))
+        self.records = list(OwnedFile.objects.using(GLOBAL).filter(user=user)) if records is None else records
 
     def owned(self, path: Path) -> OwnedFile | None:
         """The user's record of the file at ``path`` when the file is theirs, else None. Unsafe (IncompatibleDb)

@@ -5,6 +5,7 @@ them."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from pillbox.limits import NAME_LIMIT
@@ -18,13 +19,23 @@ def _hidden(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cf")
 
 
+# The same rules for ASCII text (most of it), by one regular expression instead of a look at each character: ASCII
+# has no format character, and its control characters are 0-31 and 127, of which 9-13 and 28-31 are white space.
+_ASCII_HIDDEN_NOT_SPACE = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+_ASCII_HIDDEN_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def one_line(text: str, limit: int = NAME_LIMIT) -> str:
     """``text`` as one line: every run of white space (newlines, U+2028 included) one space, no control or format
     character, at most ``limit`` characters (cut with an ellipsis)."""
-    visible = " ".join("".join(char for char in text if char.isspace() or not _hidden(char)).split())
+    kept = _ASCII_HIDDEN_NOT_SPACE.sub("", text) if text.isascii() else \
+        "".join(char for char in text if char.isspace() or not _hidden(char))
+    visible = " ".join(kept.split())
     return visible if len(visible) <= limit else visible[:limit - 1].rstrip() + ELLIPSIS
 
 
 def lines_kept(text: str) -> str:
     """A longer text (a pill's content) keeps its lines and tabs, loses every other control or format character."""
+    if text.isascii():
+        return _ASCII_HIDDEN_BUT_LINES.sub("", text)
     return "".join(char for char in text if char in "\n\t" or not _hidden(char))
