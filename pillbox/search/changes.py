@@ -152,9 +152,8 @@ def unchanged(alias: str, at: Position) -> Position | None:
 
     What a cache asks before every use: on PostgreSQL, the snapshot a read of the changes needs costs three
     statements of its own (begin, isolation, commit), for the common answer that nothing changed."""
-    if at.horizon is None:  # SQLite: its statements cost no round trip
-        found = since(alias, at)
-        return found[1] if found is not None and not found[0] else None
+    if at.horizon is None:  # SQLite: its snapshot costs no round trip, and its file says first whether it changed
+        return None
     with connections[alias].cursor() as cursor:
         cursor.execute("SELECT ARRAY(SELECT id FROM pillbox_change WHERE xact >= %s::text::xid8), "
                        "CASE WHEN %s::text IS NULL THEN NULL ELSE pg_xact_status(%s::text::xid8) END",
